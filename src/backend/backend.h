@@ -1,0 +1,129 @@
+// The op contract. The model forward (src/model/) is written once against this
+// interface; the CPU backend is its specification (plain fp32 loops) and the
+// CUDA backend its fast path. Tests run every CUDA op against the CPU op.
+//
+// Conventions: tensors are row-major views (PyTorch order); every op writes its
+// whole output and allocates nothing; shapes are checked and a mismatch is an
+// InvalidArgument naming the op and both shapes. Ops on a device backend are
+// asynchronous (stream-ordered); synchronize() waits for them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/tensor.h"
+#include "fdpp/status.h"
+
+namespace fdpp {
+
+// The KV cache: one contiguous region per (layer, slot) so that a decode step
+// streams each sequence's keys of one KV head as a single run of memory.
+struct KVCacheLayout {
+  int n_layers = 0;
+  int n_slots = 0;     // sequences that can be resident at once (max batch)
+  int n_kv_heads = 0;
+  int capacity = 0;    // positions per sequence (--ctx)
+  int head_dim = 0;
+
+  int64_t elements_per_layer() const {
+    return static_cast<int64_t>(n_slots) * n_kv_heads * capacity * head_dim;
+  }
+  // Element offset of (layer, slot, kv_head, position, 0).
+  int64_t offset(int layer, int slot, int kv_head, int pos) const {
+    return ((static_cast<int64_t>(layer) * n_slots + slot) * n_kv_heads + kv_head) *
+               static_cast<int64_t>(capacity) * head_dim +
+           static_cast<int64_t>(pos) * head_dim;
+  }
+};
+
+struct KVCache {
+  KVCacheLayout layout;
+  DType dtype = DType::kF32;
+  Buffer k;  // (n_layers, n_slots, n_kv_heads, capacity, head_dim)
+  Buffer v;  // (n_layers, n_slots, n_kv_heads, capacity, head_dim)
+
+  // (n_slots, n_kv_heads, capacity, head_dim) views of one layer.
+  Tensor k_layer(int layer) const;
+  Tensor v_layer(int layer) const;
+};
+
+// Rotary embedding applied to q and k, then k and v appended to the cache.
+struct RopeAppendArgs {
+  Tensor qkv;        // (T, (n_heads + 2*n_kv_heads)*head_dim): fused QKV GEMM output, q|k|v
+  Tensor positions;  // i32 (T): absolute position of each token
+  Tensor slots;      // i32 (T): KV-cache slot of each token
+  Tensor inv_freq;   // f32 (rotary_dim/2): rotation frequency of each dimension pair
+  int rotary_dim = 0;        // dims rotated at the start of each head (== head_dim for Llama)
+  bool interleaved = false;  // false: HF rotate-half pairs (i, i+rotary_dim/2); true: pairs (2i, 2i+1)
+  KVCache* cache = nullptr;
+  int layer = 0;
+  Tensor q_out;      // (T, n_heads, head_dim): rotated queries
+};
+
+// One query token per sequence against that sequence's cached keys.
+struct AttentionDecodeArgs {
+  Tensor q;          // (B, n_heads, head_dim)
+  const KVCache* cache = nullptr;
+  int layer = 0;
+  Tensor slots;      // i32 (B): cache slot of each sequence
+  Tensor lengths;    // i32 (B): keys to attend (positions 0..len-1, the new token included)
+  int max_length = 0;  // upper bound of lengths, fixed per CUDA graph: sizes the KV split grid
+  float scale = 1.0f;  // 1/sqrt(head_dim)
+  Tensor out;        // (B, n_heads, head_dim)
+};
+
+// T query tokens of one sequence, at positions start_pos..start_pos+T-1, against
+// cached keys 0..start_pos+T-1 with a causal mask (query i sees keys <= start_pos+i).
+struct AttentionPrefillArgs {
+  Tensor q;          // (T, n_heads, head_dim)
+  const KVCache* cache = nullptr;
+  int layer = 0;
+  int slot = 0;
+  int start_pos = 0;
+  float scale = 1.0f;
+  Tensor out;        // (T, n_heads, head_dim)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Device device() const = 0;
+  // The element type of activations and KV cache (f32 on the CPU; f16/bf16 on CUDA).
+  virtual DType activation_dtype() const = 0;
+
+  // ---- memory -------------------------------------------------------------
+  virtual Result<Buffer> alloc(size_t bytes) = 0;
+  // Copies dst.nbytes() bytes from host memory into dst (stream-ordered on a device).
+  virtual Status copy_from_host(const void* host, const Tensor& dst) = 0;
+  // Copies src.nbytes() bytes of src into host memory (and waits for them).
+  virtual Status copy_to_host(const Tensor& src, void* host) = 0;
+  virtual Status synchronize() = 0;
+  Result<KVCache> alloc_kv_cache(const KVCacheLayout& layout);
+
+  // ---- ops ----------------------------------------------------------------
+  // out[t, :] = table[ids[t], :]; ids outside [0, V) are an error on the CPU and
+  // are checked before upload on devices.
+  virtual Status embed(const Tensor& ids /* i32 (T) */, const Tensor& table /* (V, H) */,
+                       const Tensor& out /* (T, H) */) = 0;
+  // out[t, :] = x[t, :] / sqrt(mean(x[t, :]^2) + eps) * weight
+  virtual Status rmsnorm(const Tensor& x /* (T, H) */, const Tensor& weight /* (H) */, float eps,
+                         const Tensor& out /* (T, H) */) = 0;
+  // y = x · wᵀ, or y += x · wᵀ when accumulate (the residual add as a GEMM epilogue).
+  // Every GEMM of the model goes through here, so a dispatcher can route it.
+  virtual Status linear(const Tensor& x /* (M, K) */, const Tensor& w /* (N, K) */,
+                        const Tensor& y /* (M, N) */, bool accumulate) = 0;
+  virtual Status rope_and_append_kv(const RopeAppendArgs& args) = 0;
+  virtual Status attention_decode(const AttentionDecodeArgs& args) = 0;
+  virtual Status attention_prefill(const AttentionPrefillArgs& args) = 0;
+  // out[m, f] = silu(gate_up[m, f]) * gate_up[m, F + f]
+  virtual Status silu_mul(const Tensor& gate_up /* (M, 2F) */, const Tensor& out /* (M, F) */) = 0;
+  // ids[b] = argmax_v logits[b, v] (the lowest index among ties)
+  virtual Status argmax(const Tensor& logits /* (B, V) */, const Tensor& ids /* i32 (B) */) = 0;
+};
+
+// The CPU reference backend (always available).
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace fdpp

@@ -1,0 +1,69 @@
+// ModelConfig: what fdpp needs from a Hugging Face model folder's config.json
+// (and generation_config.json), normalised across architectures and across
+// transformers versions (e.g. rope_theta vs transformers-5 rope_parameters).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "fdpp/status.h"
+
+namespace fdpp {
+
+enum class Architecture { kLlama };
+const char* architecture_name(Architecture a);
+
+struct RopeConfig {
+  std::string type = "default";  // "default", "linear", "dynamic" is refused, "llama3"
+  float theta = 10000.0f;
+  float factor = 1.0f;                        // linear / llama3 scaling factor
+  float low_freq_factor = 1.0f;               // llama3
+  float high_freq_factor = 4.0f;              // llama3
+  int original_max_position_embeddings = 0;   // llama3
+  float partial_rotary_factor = 1.0f;         // fraction of head_dim that is rotated
+  bool interleaved = false;                   // pairs (2i, 2i+1) instead of rotate-half
+};
+
+struct ModelConfig {
+  Architecture arch = Architecture::kLlama;
+  std::string model_type;  // as written in config.json
+
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;  // defaults to num_heads
+  int head_dim = 0;      // defaults to hidden_size / num_heads
+  int vocab_size = 0;
+  int max_position_embeddings = 0;
+  float norm_eps = 1e-6f;
+  RopeConfig rope;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool mlp_bias = false;
+  std::string hidden_act = "silu";
+  std::optional<DType> torch_dtype;  // the checkpoint's declared dtype, if any
+
+  int bos_token_id = -1;             // -1: none
+  std::vector<int> eos_token_ids;    // generation_config.json wins over config.json
+
+  int rotary_dim() const { return static_cast<int>(head_dim * rope.partial_rotary_factor); }
+  int qkv_dim() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
+};
+
+// Parses config.json text (and optional generation_config.json text). Every
+// required field missing or out of range is an InvalidArgument naming it.
+Result<ModelConfig> parse_model_config(const std::string& config_json,
+                                       const std::string* generation_config_json = nullptr);
+
+// Reads <dir>/config.json and, if present, <dir>/generation_config.json.
+Result<ModelConfig> load_model_config(const std::filesystem::path& dir);
+
+// The rotation frequency of each dimension pair (rotary_dim/2 values), with the
+// configured scaling applied: the one table both backends' RoPE reads.
+std::vector<float> rope_inv_freq(const ModelConfig& cfg);
+
+}  // namespace fdpp

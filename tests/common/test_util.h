@@ -1,0 +1,19 @@
+// Shared helpers for the tests: where the shared models live, scratch folders.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace fdpp::test {
+
+// ../shared/models, or $FDPP_MODELS_DIR when set (the GPU machine carries a copy).
+std::filesystem::path models_dir();
+// A fresh, empty folder under the build tree for one test to write into.
+std::filesystem::path scratch_dir(const std::string& name);
+// The fdpp CLI built next to the tests.
+std::filesystem::path fdpp_binary();
+// Reads a whole file; empty string if it cannot.
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& bytes);
+
+}  // namespace fdpp::test
