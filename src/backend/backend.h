@@ -85,6 +85,15 @@ struct AttentionPrefillArgs {
   Tensor out;        // (T, n_heads, head_dim)
 };
 
+// A recorded sequence of ops on a device stream, replayed as one launch (a CUDA
+// graph). Pointers and launch shapes are frozen at capture; values in the
+// buffers they point to (ids, positions, lengths) may change between replays.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  virtual Status replay() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -99,7 +108,22 @@ class Backend {
   virtual Status copy_from_host(const void* host, const Tensor& dst) = 0;
   // Copies src.nbytes() bytes of src into host memory (and waits for them).
   virtual Status copy_to_host(const Tensor& src, void* host) = 0;
+  // Stream-ordered copy into host memory from alloc_host(), without waiting:
+  // capturable into a graph; the data is there after synchronize().
+  virtual Status copy_to_host_async(const Tensor& src, void* host) { return copy_to_host(src, host); }
   virtual Status synchronize() = 0;
+  // Bytes that alloc() can still hand out; SIZE_MAX when the backend cannot tell.
+  virtual size_t free_memory() const { return SIZE_MAX; }
+  // Host memory the device can copy from/to inside a captured graph (pinned on CUDA).
+  virtual Result<Buffer> alloc_host(size_t bytes) { return host_alloc(bytes); }
+
+  // ---- graphs (optional) ----------------------------------------------------
+  // Backends without graphs run every step eagerly; the engine asks first.
+  virtual bool supports_graphs() const { return false; }
+  virtual Status begin_capture() { return Unsupported("this backend cannot capture graphs"); }
+  virtual Result<std::unique_ptr<StepGraph>> end_capture() {
+    return Unsupported("this backend cannot capture graphs");
+  }
   Result<KVCache> alloc_kv_cache(const KVCacheLayout& layout);
 
   // ---- ops ----------------------------------------------------------------

@@ -1,0 +1,110 @@
+// The public entry point: load a Hugging Face model folder, generate text.
+//
+//   auto engine = fdpp::Engine::create({.model_dir = "models/stories260K"});
+//   auto out = (*engine)->generate({{.prompt_ids = ids, .sampling = {.temperature = 0}}}, nullptr);
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fdpp/status.h"
+
+namespace fdpp {
+
+struct ModelConfig;
+class Tokenizer;
+class Backend;
+class Model;
+
+struct EngineOptions {
+  std::filesystem::path model_dir;
+  std::string device = "cpu";  // "cpu" or "cuda"
+  std::string dtype;           // CUDA: "fp16" | "bf16"; empty: the checkpoint's (f32 -> fp16). CPU: f32.
+  int context = 0;             // KV positions per sequence; 0: the model's max_position_embeddings
+  int max_batch = 1;           // sequences decoded together (KV-cache slots), 1..64
+  int prefill_chunk = 0;       // prompt tokens per forward; 0: min(context, 2048)
+  bool cuda_graphs = true;     // capture decode steps (ignored on the CPU)
+};
+
+struct SamplingParams {
+  float temperature = 0.8f;  // 0: greedy
+  int top_k = 40;            // 0: off
+  float top_p = 0.95f;       // 1: off
+  uint64_t seed = 0;
+  int max_new_tokens = 128;
+  std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
+  bool ignore_eos = false;
+};
+
+struct GenerationRequest {
+  std::vector<int> prompt_ids;
+  SamplingParams sampling;
+};
+
+enum class FinishReason { kLength, kEos, kStop, kContextFull };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationResult {
+  std::vector<int> prompt_ids;
+  std::vector<int> output_ids;  // generated tokens (the EOS token is not included)
+  std::string text;             // decoded output (empty without a tokenizer), cut at a stop string
+  FinishReason finish = FinishReason::kLength;
+};
+
+struct GenerationTiming {
+  double prefill_ms = 0;   // all prompts, to the first sampled tokens
+  double decode_ms = 0;    // all decode steps
+  int64_t prompt_tokens = 0;
+  int64_t decode_steps = 0;
+  int64_t generated_tokens = 0;
+};
+
+// Called as each token is accepted: the sequence index in the request list, the
+// token id and the newly completed text (may be empty while a multi-byte
+// character or a possible stop string is held back).
+using TokenCallback = std::function<void(int seq, int token, std::string_view text)>;
+
+// True when fdpp was built with CUDA and a CUDA device can be used.
+bool cuda_available();
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const ModelConfig& config() const;
+  const Tokenizer* tokenizer() const;  // nullptr when the folder has none
+  Backend& backend();
+  Model& model();
+  const EngineOptions& options() const;
+
+  // Text -> ids with the tokenizer's BOS rule; an error without a tokenizer.
+  Result<std::vector<int>> tokenize(std::string_view text) const;
+
+  // Runs every request (in waves of max_batch) to completion.
+  Result<std::vector<GenerationResult>> generate(const std::vector<GenerationRequest>& requests,
+                                                 const TokenCallback& on_token,
+                                                 GenerationTiming* timing = nullptr);
+
+  // Logits (ids.size(), vocab) when the sequence is fed whole: row i predicts ids[i+1].
+  Result<std::vector<float>> teacher_forced_logits(const std::vector<int>& ids);
+  // The same through the decode path: the sequences (at most max_batch) are fed
+  // one token per step in batched decode steps (CUDA graphs included); result i
+  // is (seqs[i].size(), vocab).
+  Result<std::vector<std::vector<float>>> teacher_forced_logits_decode(
+      const std::vector<std::vector<int>>& seqs);
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fdpp

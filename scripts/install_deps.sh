@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs fdpp's build dependencies (Debian 12 / Ubuntu 24.04 system packages).
+# CUDA is optional: with nvcc at /usr/local/cuda (or on PATH) the CUDA backend builds too.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev nlohmann-json3-dev libcli11-dev
+      libfmt-dev libspdlog-dev libgtest-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all packages present"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

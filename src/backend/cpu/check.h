@@ -1,0 +1,94 @@
+// Argument checks shared by the CPU reference ops. Every message names the op
+// and the offending tensor's describe(), so a model-forward bug reads as one
+// line ("linear: w is f32[72, 100] on cpu, expected f32[72, 64]").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "core/tensor.h"
+#include "fdpp/status.h"
+
+namespace fdpp::cpu {
+
+// dtype, device, rank and a usable pointer; the dims themselves are the caller's business.
+// f16/bf16 where f32 is expected is well-formed but not implemented here (Unsupported);
+// any other dtype or device mismatch is the caller's mistake (InvalidArgument).
+inline Status check_kind(const char* op, const char* name, const Tensor& t, DType dtype, int rank) {
+  if (t.dtype != dtype) {
+    const bool reduced_float =
+        dtype == DType::kF32 && (t.dtype == DType::kF16 || t.dtype == DType::kBF16);
+    std::string m = fmt::format("{}: {} is {}; the CPU backend needs {}", op, name, t.describe(),
+                                dtype_name(dtype));
+    return reduced_float ? Unsupported(std::move(m)) : InvalidArgument(std::move(m));
+  }
+  if (t.device != Device::kCPU)
+    return InvalidArgument(
+        fmt::format("{}: {} is {}; the CPU backend needs host memory", op, name, t.describe()));
+  if (t.rank() != rank)
+    return InvalidArgument(
+        fmt::format("{}: {} is {}, expected rank {}", op, name, t.describe(), rank));
+  for (int i = 0; i < rank; ++i)
+    if (t.shape[i] < 0)
+      return InvalidArgument(fmt::format("{}: {} has a negative dim: {}", op, name, t.describe()));
+  if (t.numel() > 0 && t.data == nullptr)
+    return InvalidArgument(fmt::format("{}: {} is {} with no data", op, name, t.describe()));
+  return Status::Ok();
+}
+
+// check_kind plus an exact shape.
+inline Status check_tensor(const char* op, const char* name, const Tensor& t, DType dtype,
+                           const Shape& shape) {
+  FDPP_RETURN_IF_ERROR(check_kind(op, name, t, dtype, shape.rank));
+  if (t.shape != shape)
+    return InvalidArgument(fmt::format("{}: {} is {}, expected {}{}", op, name, t.describe(),
+                                       dtype_name(dtype), shape.to_string()));
+  return Status::Ok();
+}
+
+// An output must not share memory with an input unless the op says so: the loops
+// read inputs after writing outputs, so an overlap silently corrupts the result.
+inline Status check_no_overlap(const char* op, const char* out_name, const Tensor& out,
+                               const char* in_name, const Tensor& in) {
+  if (out.nbytes() == 0 || in.nbytes() == 0) return Status::Ok();
+  const auto* o = static_cast<const char*>(out.data);
+  const auto* i = static_cast<const char*>(in.data);
+  if (o < i + in.nbytes() && i < o + out.nbytes())
+    return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
+                                       in_name, in.describe()));
+  return Status::Ok();
+}
+
+// A KV cache the CPU ops can index: f32, on the host, buffers as large as the
+// layout says, and `layer` inside it.
+inline Status check_cache(const char* op, const KVCache* cache, int layer) {
+  if (cache == nullptr) return InvalidArgument(fmt::format("{}: no KV cache", op));
+  const KVCacheLayout& l = cache->layout;
+  if (cache->dtype != DType::kF32)
+    return Unsupported(
+        fmt::format("{}: KV cache is {}; the CPU backend needs f32", op, dtype_name(cache->dtype)));
+  if (l.n_layers <= 0 || l.n_slots <= 0 || l.n_kv_heads <= 0 || l.capacity <= 0 || l.head_dim <= 0)
+    return InvalidArgument(fmt::format(
+        "{}: bad KV cache layout (layers {}, slots {}, kv heads {}, capacity {}, head_dim {})", op,
+        l.n_layers, l.n_slots, l.n_kv_heads, l.capacity, l.head_dim));
+  // A hand-built layout may be absurd: multiply with overflow checks before comparing.
+  uint64_t need = sizeof(float);
+  bool overflow = false;
+  for (int f : {l.n_layers, l.n_slots, l.n_kv_heads, l.capacity, l.head_dim})
+    overflow |= __builtin_mul_overflow(need, static_cast<uint64_t>(f), &need);
+  if (cache->k.device() != Device::kCPU || cache->v.device() != Device::kCPU ||
+      cache->k.data() == nullptr || cache->v.data() == nullptr || overflow ||
+      cache->k.bytes() < need || cache->v.bytes() < need)
+    return InvalidArgument(fmt::format(
+        "{}: KV cache buffers (k {} bytes on {}, v {} bytes on {}) do not hold {} bytes on cpu", op,
+        cache->k.bytes(), device_name(cache->k.device()), cache->v.bytes(),
+        device_name(cache->v.device()), need));
+  if (layer < 0 || layer >= l.n_layers)
+    return OutOfRange(fmt::format("{}: layer {} outside [0, {})", op, layer, l.n_layers));
+  return Status::Ok();
+}
+
+}  // namespace fdpp::cpu

@@ -1,0 +1,61 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/ops.h"
+
+namespace fdpp {
+
+Result<Buffer> CpuBackend::alloc(size_t bytes) { return host_alloc(bytes); }
+
+Status CpuBackend::copy_from_host(const void* host, const Tensor& dst) {
+  if (dst.device != Device::kCPU)
+    return InvalidArgument(
+        fmt::format("copy_from_host: dst is {}, not host memory", dst.describe()));
+  if (dst.nbytes() == 0) return Status::Ok();
+  if (host == nullptr || dst.data == nullptr)
+    return InvalidArgument(fmt::format("copy_from_host: null pointer for {}", dst.describe()));
+  std::memcpy(dst.data, host, dst.nbytes());
+  return Status::Ok();
+}
+
+Status CpuBackend::copy_to_host(const Tensor& src, void* host) {
+  if (src.device != Device::kCPU)
+    return InvalidArgument(fmt::format("copy_to_host: src is {}, not host memory", src.describe()));
+  if (src.nbytes() == 0) return Status::Ok();
+  if (host == nullptr || src.data == nullptr)
+    return InvalidArgument(fmt::format("copy_to_host: null pointer for {}", src.describe()));
+  std::memcpy(host, src.data, src.nbytes());
+  return Status::Ok();
+}
+
+Status CpuBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& out) {
+  return cpu::embed(ids, table, out);
+}
+Status CpuBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  return cpu::rmsnorm(x, weight, eps, out);
+}
+Status CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
+  return cpu::linear(x, w, y, accumulate);
+}
+Status CpuBackend::rope_and_append_kv(const RopeAppendArgs& args) {
+  return cpu::rope_and_append_kv(args);
+}
+Status CpuBackend::attention_decode(const AttentionDecodeArgs& args) {
+  return cpu::attention_decode(args);
+}
+Status CpuBackend::attention_prefill(const AttentionPrefillArgs& args) {
+  return cpu::attention_prefill(args);
+}
+Status CpuBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
+  return cpu::silu_mul(gate_up, out);
+}
+Status CpuBackend::argmax(const Tensor& logits, const Tensor& ids) {
+  return cpu::argmax(logits, ids);
+}
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace fdpp

@@ -1,0 +1,88 @@
+#include "core/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace fdpp {
+namespace {
+
+Status os_error(const std::filesystem::path& path, const char* what, int err) {
+  std::string msg = fmt::format("{} '{}': {}", what, path.string(), std::strerror(err));
+  return err == ENOENT ? NotFound(std::move(msg)) : IoError(std::move(msg));
+}
+
+// Closes the descriptor on every return path; the mapping outlives it.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return os_error(path, "cannot open", errno);
+  FdGuard guard{fd};
+
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return os_error(path, "cannot stat", errno);
+  // open(O_RDONLY) succeeds on a directory, and a FIFO or device has no
+  // meaningful size; only regular files can be mapped as weights.
+  if (S_ISDIR(st.st_mode)) return os_error(path, "cannot map", EISDIR);
+  if (!S_ISREG(st.st_mode))
+    return IoError(fmt::format("cannot map '{}': not a regular file", path.string()));
+
+  MappedFile f;
+  f.path_ = path;
+  f.size_ = static_cast<size_t>(st.st_size);
+  if (f.size_ == 0) return f;
+
+  void* addr = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED) {
+    const int err = errno;
+    f.size_ = 0;
+    return os_error(path, "cannot mmap", err);
+  }
+  f.addr_ = addr;
+  return f;
+}
+
+MappedFile::~MappedFile() { reset(); }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : addr_(std::exchange(other.addr_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    reset();
+    addr_ = std::exchange(other.addr_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+const uint8_t* MappedFile::data() const {
+  static const uint8_t kEmpty[1] = {0};
+  return addr_ ? static_cast<const uint8_t*>(addr_) : kEmpty;
+}
+
+void MappedFile::reset() {
+  if (addr_) ::munmap(addr_, size_);
+  addr_ = nullptr;
+  size_ = 0;
+}
+
+}  // namespace fdpp

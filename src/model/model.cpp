@@ -1,0 +1,107 @@
+#include "model/model.h"
+
+#include <fmt/format.h>
+
+#include "model/llama.h"
+
+namespace fdpp {
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+MemoryPlan plan_memory(const ModelConfig& c, DType dtype, const ModelLimits& lim) {
+  MemoryPlan p;
+  p.weight_bytes = plan_weights(c, dtype).total_bytes;
+  p.kv_cache_bytes = 2 * static_cast<size_t>(c.num_layers) * lim.max_batch * c.num_kv_heads *
+                     static_cast<size_t>(lim.context) * c.head_dim * dtype_size(dtype);
+  const size_t row_elems = 2 * static_cast<size_t>(c.hidden_size) + c.qkv_dim() +
+                           2 * static_cast<size_t>(c.num_heads) * c.head_dim +
+                           3 * static_cast<size_t>(c.intermediate_size) + c.vocab_size;
+  p.activation_bytes = align_up(row_elems * lim.max_tokens * dtype_size(dtype)) + 16 * kAlign;
+  return p;
+}
+
+Result<std::unique_ptr<Model>> Model::create(const ModelConfig& cfg, const SafetensorsModel& st,
+                                             Backend& backend, const ModelLimits& limits) {
+  if (limits.context < 1 || limits.max_batch < 1 || limits.max_tokens < limits.max_batch)
+    return InvalidArgument(fmt::format("bad model limits: context {}, max_batch {}, max_tokens {}",
+                                       limits.context, limits.max_batch, limits.max_tokens));
+  std::unique_ptr<Model> m;
+  switch (cfg.arch) {
+    case Architecture::kLlama: m = std::make_unique<LlamaModel>(cfg, backend, limits); break;
+  }
+  FDPP_ASSIGN_OR_RETURN(m->weights_, load_weights(cfg, st, backend));
+  FDPP_RETURN_IF_ERROR(m->allocate_buffers());
+  return m;
+}
+
+Status Model::allocate_buffers() {
+  const DType act = backend_.activation_dtype();
+  const Device dev = backend_.device();
+  const int64_t T = limits_.max_tokens, B = limits_.max_batch;
+
+  KVCacheLayout layout;
+  layout.n_layers = cfg_.num_layers;
+  layout.n_slots = limits_.max_batch;
+  layout.n_kv_heads = cfg_.num_kv_heads;
+  layout.capacity = limits_.context;
+  layout.head_dim = cfg_.head_dim;
+  FDPP_ASSIGN_OR_RETURN(cache_, backend_.alloc_kv_cache(layout));
+
+  // Inputs: ids, positions, slots, next_ids per token; lengths per sequence; then inv_freq.
+  const std::vector<float> inv_freq = rope_inv_freq(cfg_);
+  const size_t input_bytes = (4 * T + B) * sizeof(int32_t) + inv_freq.size() * sizeof(float);
+  FDPP_ASSIGN_OR_RETURN(host_inputs_, backend_.alloc_host(input_bytes));
+  FDPP_ASSIGN_OR_RETURN(device_inputs_, backend_.alloc(input_bytes));
+  auto* h = static_cast<int32_t*>(host_inputs_.data());
+  auto* d = static_cast<int32_t*>(device_inputs_.data());
+  inputs_ = {h, h + T, h + 2 * T, h + 3 * T, h + 3 * T + B};
+  ids_ = Tensor(d, DType::kI32, dev, {T});
+  positions_ = Tensor(d + T, DType::kI32, dev, {T});
+  slots_ = Tensor(d + 2 * T, DType::kI32, dev, {T});
+  lengths_ = Tensor(d + 3 * T, DType::kI32, dev, {B});
+  next_ids_ = Tensor(d + 3 * T + B, DType::kI32, dev, {T});
+  inv_freq_ = Tensor(d + 4 * T + B, DType::kF32, dev, {static_cast<int64_t>(inv_freq.size())});
+  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inv_freq.data(), inv_freq_));
+
+  const int64_t H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const std::pair<Tensor*, Shape> acts[] = {
+      {&x_, {T, H}},
+      {&h_, {T, H}},
+      {&qkv_, {T, cfg_.qkv_dim()}},
+      {&q_, {T, cfg_.num_heads, cfg_.head_dim}},
+      {&attn_, {T, cfg_.num_heads, cfg_.head_dim}},
+      {&gate_up_, {T, 2 * F}},
+      {&act_, {T, F}},
+      {&logits_, {T, cfg_.vocab_size}},
+  };
+  size_t total = 0;
+  for (const auto& [t, shape] : acts) total += align_up(static_cast<size_t>(shape.numel()) * dtype_size(act));
+  FDPP_ASSIGN_OR_RETURN(activations_, backend_.alloc(total));
+  size_t off = 0;
+  for (const auto& [t, shape] : acts) {
+    *t = Tensor(static_cast<char*>(activations_.data()) + off, act, dev, shape);
+    off += align_up(static_cast<size_t>(shape.numel()) * dtype_size(act));
+  }
+  return backend_.synchronize();
+}
+
+Status Model::upload_inputs(int n_tokens, int n_seqs) {
+  if (n_tokens < 1 || n_tokens > limits_.max_tokens || n_seqs < 0 || n_seqs > limits_.max_batch)
+    return InvalidArgument(fmt::format("upload_inputs: {} tokens / {} sequences exceed the limits {} / {}",
+                                       n_tokens, n_seqs, limits_.max_tokens, limits_.max_batch));
+  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.ids, ids_.rows(0, n_tokens)));
+  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.positions, positions_.rows(0, n_tokens)));
+  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.slots, slots_.rows(0, n_tokens)));
+  if (n_seqs > 0) FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.lengths, lengths_.rows(0, n_seqs)));
+  return Status::Ok();
+}
+
+Status Model::download_next_ids(int rows) {
+  return backend_.copy_to_host_async(next_ids_.rows(0, rows), inputs_.next_ids);
+}
+
+}  // namespace fdpp

@@ -1,0 +1,111 @@
+// Model: the forward pass of one architecture, written once against the
+// Backend op contract, plus the buffers it runs in. Everything is allocated at
+// creation (weights, KV cache, activations for `max_tokens` rows), so a step
+// allocates nothing and can be captured into a CUDA graph.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace fdpp {
+
+struct ModelLimits {
+  int context = 0;     // KV-cache positions per sequence
+  int max_batch = 1;   // KV-cache slots = sequences decoded together
+  int max_tokens = 0;  // rows of one forward: max(prefill chunk, max_batch)
+};
+
+// One forward call: a prefill chunk of one sequence, or one decode token for each
+// of `n_tokens` sequences. Inputs are read from the device copies of
+// Model::inputs() (see upload_inputs), so a captured decode graph stays valid.
+struct ForwardPass {
+  enum class Kind { kPrefill, kDecode };
+  Kind kind = Kind::kDecode;
+  int n_tokens = 0;
+  // Prefill: every token belongs to `slot` and sits at positions start_pos + t.
+  int slot = 0;
+  int start_pos = 0;
+  bool all_logits = false;  // prefill: logits of every token instead of only the last
+  // Decode: upper bound of the sequences' lengths (the graph's KV-split grid).
+  int max_length = 0;
+};
+
+// Host-side inputs of a step (pinned on devices), one entry per token (ids,
+// positions, slots) or per sequence (lengths), and the argmax ids of the last step.
+struct StepInputs {
+  int32_t* ids = nullptr;        // (max_tokens)
+  int32_t* positions = nullptr;  // (max_tokens)
+  int32_t* slots = nullptr;      // (max_tokens)
+  int32_t* lengths = nullptr;    // (max_batch)
+  int32_t* next_ids = nullptr;   // (max_tokens): argmax of each logits row, after download
+};
+
+// Bytes of activations, KV cache and weights a model needs: checked against the
+// device's free memory before anything is allocated.
+struct MemoryPlan {
+  size_t weight_bytes = 0;
+  size_t kv_cache_bytes = 0;
+  size_t activation_bytes = 0;
+  size_t total() const { return weight_bytes + kv_cache_bytes + activation_bytes; }
+};
+MemoryPlan plan_memory(const ModelConfig& cfg, DType dtype, const ModelLimits& limits);
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Loads weights and allocates the KV cache and activations.
+  static Result<std::unique_ptr<Model>> create(const ModelConfig& cfg, const SafetensorsModel& st,
+                                               Backend& backend, const ModelLimits& limits);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelLimits& limits() const { return limits_; }
+  const ModelWeights& weights() const { return weights_; }
+  Backend& backend() { return backend_; }
+
+  StepInputs& inputs() { return inputs_; }
+  // Stream-ordered copies host inputs -> device for the first n_tokens tokens and n_seqs lengths.
+  Status upload_inputs(int n_tokens, int n_seqs);
+  virtual Status forward(const ForwardPass& pass) = 0;
+  // (rows, vocab) logits of the last forward: all tokens, the last one (prefill), or one per sequence.
+  Tensor logits(int rows) const { return logits_.rows(0, rows); }
+  // Stream-ordered copy of the argmax ids of the first `rows` logits rows into inputs().next_ids.
+  Status download_next_ids(int rows);
+
+ protected:
+  Model(const ModelConfig& cfg, Backend& backend, const ModelLimits& limits)
+      : cfg_(cfg), backend_(backend), limits_(limits) {}
+  Status allocate_buffers();
+
+  ModelConfig cfg_;
+  Backend& backend_;
+  ModelLimits limits_;
+  ModelWeights weights_;
+  KVCache cache_;
+
+  Buffer host_inputs_;  // pinned backing of inputs_
+  StepInputs inputs_;
+  Buffer device_inputs_;
+  Tensor ids_;        // i32 (max_tokens)
+  Tensor positions_;  // i32 (max_tokens)
+  Tensor slots_;      // i32 (max_tokens)
+  Tensor lengths_;    // i32 (max_batch)
+  Tensor next_ids_;   // i32 (max_tokens)
+  Tensor inv_freq_;   // f32 (rotary_dim/2)
+
+  Buffer activations_;
+  Tensor x_;        // (max_tokens, hidden): the residual stream
+  Tensor h_;        // (max_tokens, hidden): normed input of a block
+  Tensor qkv_;      // (max_tokens, (n_heads + 2*n_kv_heads)*head_dim)
+  Tensor q_;        // (max_tokens, n_heads, head_dim): rotated queries
+  Tensor attn_;     // (max_tokens, n_heads, head_dim)
+  Tensor gate_up_;  // (max_tokens, 2*intermediate)
+  Tensor act_;      // (max_tokens, intermediate)
+  Tensor logits_;   // (max_tokens, vocab)
+};
+
+}  // namespace fdpp
