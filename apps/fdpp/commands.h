@@ -24,5 +24,6 @@ void add_generate(CLI::App& app, int& exit_code);
 void add_tokenize(CLI::App& app, int& exit_code);
 void add_info(CLI::App& app, int& exit_code);
 void add_logits(CLI::App& app, int& exit_code);
+void add_bench(CLI::App& app, int& exit_code);
 
 }  // namespace fdpp::cli

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   fdpp::cli::add_tokenize(app, exit_code);
   fdpp::cli::add_info(app, exit_code);
   fdpp::cli::add_logits(app, exit_code);
+  fdpp::cli::add_bench(app, exit_code);
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
   try {
     app.parse(argc, argv);

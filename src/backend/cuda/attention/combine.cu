@@ -1,0 +1,86 @@
+// Merges the split partials of decode attention into the output:
+//   out = Σ_s 2^(m_s - m*)·acc_s / Σ_s 2^(m_s - m*)·l_s,  m* = max over non-empty splits,
+// which is the exact softmax over all keys because each partial is relative to
+// its own max m_s (decode.h). Empty splits (l_s == 0, acc_s unwritten) are
+// skipped explicitly: their weight would be 2^-inf = 0, but 0 · (stale NaN) is NaN.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include <string>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+
+namespace fdpp::cuda {
+namespace {
+
+constexpr int kMaxThreads = 256;  // one thread per output dim (head_dim <= 256)
+
+// One CTA per row (sequence, query head); grid (batch · n_heads).
+template <class T>
+__global__ void __launch_bounds__(kMaxThreads) combine_kernel(const DecodeParams p) {
+  __shared__ float sw[kDecodeMaxSplits];  // (split): 2^(m_s - m*), 0 for empty splits
+  __shared__ float s_den;                 // Σ_s sw[s] · l_s
+
+  const int64_t row = blockIdx.x;  // b · n_heads + h
+  const int S = p.num_splits, D = p.head_dim;
+  const float* pm = p.part_m + row * S;              // (S)
+  const float* pl = p.part_l + row * S;              // (S)
+  const float* pacc = p.part_acc + row * S * D;      // (S, D)
+
+  // l_s > 0 for every split with keys (its max key contributes 2^0 = 1); a NaN l
+  // counts as non-empty so that NaN inputs stay visible in the output.
+  float m_star = -INFINITY;
+  for (int s = 0; s < S; ++s)
+    if (pl[s] != 0.f) m_star = fmaxf(m_star, pm[s]);
+  for (int s = threadIdx.x; s < S; s += blockDim.x)
+    sw[s] = pl[s] != 0.f ? exp2f(pm[s] - m_star) : 0.f;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float den = 0.f;
+    for (int s = 0; s < S; ++s) den = fmaf(sw[s], pl[s], den);
+    s_den = den;
+  }
+  __syncthreads();
+
+  const float den = s_den;
+  T* out = static_cast<T*>(p.out) + row * D;  // (D)
+  for (int d = threadIdx.x; d < D; d += blockDim.x) {
+    float o = 0.f;
+    for (int s = 0; s < S; ++s) {
+      const float ws = sw[s];
+      if (ws != 0.f) o = fmaf(ws, pacc[static_cast<int64_t>(s) * D + d], o);
+    }
+    // den == 0 only when every split is empty (length 0): attention over nothing is 0.
+    out[d] = from_float<T>(den > 0.f ? o / den : 0.f);
+  }
+}
+
+}  // namespace
+
+Status launch_decode_combine(const DecodeParams& p, DType dtype, cudaStream_t stream) {
+  if (p.num_splits < 2 || p.num_splits > kDecodeMaxSplits)
+    return Internal("decode combine: " + std::to_string(p.num_splits) + " splits outside [2, " +
+                    std::to_string(kDecodeMaxSplits) + "]");
+  if (p.head_dim < 1 || p.head_dim > kMaxThreads)
+    return Internal("decode combine: head_dim " + std::to_string(p.head_dim) + " outside [1, " +
+                    std::to_string(kMaxThreads) + "]");
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.n_heads;
+  if (rows == 0) return Status::Ok();
+  if (rows > 0x7fffffff)
+    return OutOfRange("decode combine: " + std::to_string(rows) + " rows exceed the grid");
+  const int threads = (p.head_dim + 31) / 32 * 32;
+  const dim3 grid(static_cast<unsigned>(rows));
+  switch (dtype) {
+    case DType::kF16: combine_kernel<__half><<<grid, threads, 0, stream>>>(p); break;
+    case DType::kBF16: combine_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(p); break;
+    default:
+      return Unsupported(std::string("decode combine: dtype ") + dtype_name(dtype));
+  }
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+}  // namespace fdpp::cuda

@@ -1,0 +1,177 @@
+// Device code shared by the two split-KV decode kernels (decode_kernel.cuh:
+// head_dim as a template constant; decode_generic.cuh: runtime head_dim): which
+// work a CTA owns, the per-tile softmax policy, and the partial/output stores.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/numeric.cuh"
+
+namespace fdpp::cuda::decode {
+
+constexpr int kThreads = 128;  // 4 warps: enough lanes for the tile copies, small enough for
+                               // several CTAs per SM (each holds a split's pipeline)
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxG = kDecodeMaxHeadsPerCta;
+// The softmax step gives warp w the heads g ≡ w (mod kWarps): their running max
+// and sum live in that warp's registers for the whole split.
+constexpr int kHeadsPerWarp = (kMaxG + kWarps - 1) / kWarps;
+
+// What one CTA computes: heads [h0, h0 + gc) of sequence b (all reading KV head
+// kvh) over keys [begin, end) of that sequence.
+struct CtaWork {
+  int b = 0;
+  int kvh = 0;
+  int h0 = 0;
+  int gc = 0;
+  int split = 0;
+  int begin = 0;
+  int end = 0;
+  int64_t kv_offset = 0;  // elements to (slot, kvh, position 0, dim 0) in the layer's K and V
+};
+
+__device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys) {
+  CtaWork w;
+  w.split = static_cast<int>(blockIdx.x);
+  w.kvh = static_cast<int>(blockIdx.y) / p.head_groups;
+  const int head_group = static_cast<int>(blockIdx.y) % p.head_groups;
+  w.b = static_cast<int>(blockIdx.z);
+  const int g0 = head_group * kMaxG;
+  w.gc = min(kMaxG, p.group - g0);
+  w.h0 = w.kvh * p.group + g0;
+  const int slot = p.slots[w.b];
+  int len = p.lengths[w.b];
+  // A slot or length the engine failed to validate must not read outside the
+  // cache: a bad slot attends to nothing (zeros), a length past the capacity
+  // is clamped to it.
+  const bool slot_ok = slot >= 0 && slot < p.n_slots;
+  len = slot_ok ? max(0, min(len, p.capacity)) : 0;
+  const DecodeKeyRange r = decode_split_range(len, p.num_splits, w.split, tile_keys);
+  w.begin = r.begin;
+  w.end = r.end;
+  w.kv_offset = (static_cast<int64_t>(slot_ok ? slot : 0) * p.n_kv_heads + w.kvh) *
+                static_cast<int64_t>(p.capacity) * p.head_dim;
+  return w;
+}
+
+// Index of row (b, h)'s partial of split s in part_m / part_l (× head_dim in part_acc).
+__device__ __forceinline__ int64_t partial_index(const DecodeParams& p, int b, int h, int split) {
+  return (static_cast<int64_t>(b) * p.n_heads + h) * p.num_splits + split;
+}
+
+// A CTA with no keys: an empty partial (m = -inf, l = 0, which the combine
+// skips), or, with a single split, the row's output itself (zeros: attention
+// over nothing; the CPU reference refuses length 0 instead).
+template <class T>
+__device__ void store_empty(const DecodeParams& p, const CtaWork& w) {
+  if (p.num_splits == 1) {
+    T* out = static_cast<T*>(p.out);  // (batch, n_heads, head_dim)
+    for (int i = threadIdx.x; i < w.gc * p.head_dim; i += blockDim.x) {
+      const int g = i / p.head_dim, d = i % p.head_dim;
+      out[(static_cast<int64_t>(w.b) * p.n_heads + w.h0 + g) * p.head_dim + d] = from_float<T>(0.f);
+    }
+  } else {
+    for (int g = threadIdx.x; g < w.gc; g += blockDim.x) {
+      const int64_t i = partial_index(p, w.b, w.h0 + g, w.split);
+      p.part_m[i] = -INFINITY;
+      p.part_l[i] = 0.f;
+    }
+  }
+}
+
+// One element of row (b, h0 + g)'s result: the final output when there is one
+// split (acc / l, zeros if l == 0), else the split's partial; m and l go with
+// element d == 0.
+template <class T>
+__device__ __forceinline__ void store_result(const DecodeParams& p, const CtaWork& w, int g, int d,
+                                             float acc, float m, float l) {
+  const int h = w.h0 + g;
+  if (p.num_splits == 1) {
+    T* out = static_cast<T*>(p.out);  // (batch, n_heads, head_dim)
+    out[(static_cast<int64_t>(w.b) * p.n_heads + h) * p.head_dim + d] =
+        from_float<T>(l > 0.f ? acc / l : 0.f);
+  } else {
+    const int64_t i = partial_index(p, w.b, h, w.split);
+    p.part_acc[i * p.head_dim + d] = acc;
+    if (d == 0) {
+      p.part_m[i] = m;
+      p.part_l[i] = l;
+    }
+  }
+}
+
+// ---- the softmax policy of a split ------------------------------------------------
+// Interface: init(); step<kTK>(sp, scorr, gc) once per key tile, after the
+// tile's scores are in sp and before the P·V product; publish(sm_m, sm_l, gc)
+// after the last tile. Called by every thread of the CTA (warp-uniform control).
+template <SoftmaxPolicy kPolicy>
+struct SplitSoftmax;
+
+template <>
+struct SplitSoftmax<SoftmaxPolicy::kSynchronized> {
+  float m[kHeadsPerWarp];  // running max (log2 units) of head warp + j·kWarps
+  float l[kHeadsPerWarp];  // running Σ 2^(t - m)
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) m[j] = -INFINITY, l[j] = 0.f;
+  }
+
+  // sp (kMaxG, kTK): scores t of this tile, -inf for keys past the split's end;
+  // overwritten with p = 2^(t - m_new). scorr (kMaxG): 2^(m_old - m_new), by
+  // which the P·V step rescales head g's accumulator before adding this tile.
+  template <int kTK>
+  __device__ __forceinline__ void step(float (*sp)[kTK], float* scorr, int gc) {
+    static_assert(kTK <= 64, "a lane holds at most two keys of a tile");
+    constexpr int kPerLane = (kTK + 31) / 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) {
+      const int g = warp + j * kWarps;
+      if (g >= gc) break;  // gc is uniform: whole warps leave together
+      float t[kPerLane];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int k = lane + 32 * i;
+        t[i] = k < kTK ? sp[g][k] : -INFINITY;
+        tile_max = fmaxf(tile_max, t[i]);
+      }
+      tile_max = warp_max(tile_max);
+      const float m_new = fmaxf(m[j], tile_max);
+      // While every key so far is masked m_new is -inf: subtract 0 instead so
+      // that no -inf - -inf = NaN arises (every p is then 2^-inf = 0).
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      const float corr = exp2f(m[j] - m_use);  // first tile: 2^-inf = 0, acc and l are 0 anyway
+      float sum = 0.f;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int k = lane + 32 * i;
+        const float pk = exp2f(t[i] - m_use);
+        if (k < kTK) sp[g][k] = pk;
+        sum += k < kTK ? pk : 0.f;
+      }
+      sum = warp_sum(sum);
+      l[j] = l[j] * corr + sum;
+      m[j] = m_new;
+      if (lane == 0) scorr[g] = corr;
+    }
+  }
+
+  __device__ __forceinline__ void publish(float* sm_m, float* sm_l, int gc) const {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) {
+      const int g = warp + j * kWarps;
+      if (g < gc && lane == 0) sm_m[g] = m[j], sm_l[g] = l[j];
+    }
+  }
+};
+// Issue 4 adds SplitSoftmax<kUnifiedMax>: p = 2^(t - φ) with no max reduction
+// and scorr = 1 (the P·V step can then skip its rescale), m tracked only for
+// the range check and reported through publish().
+
+}  // namespace fdpp::cuda::decode

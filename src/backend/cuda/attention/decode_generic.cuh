@@ -1,0 +1,151 @@
+// The generic split-KV decode kernel: any even head_dim <= 256 at run time
+// (stories260K has 8), and the fallback for pointers the fast kernel's 16-byte
+// loads cannot take. Same work split, softmax policy and partial format as the
+// fast kernel (decode_kernel.cuh); plain 4-byte loads of element pairs, one
+// tile of 32 keys in shared memory at a time. Correctness first: the models
+// that need speed have head_dim 64/128/256.
+// Included only by decode_generic_*.cu (one instantiation per file).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/decode_common.cuh"
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+
+namespace fdpp::cuda::decode {
+
+constexpr int kGenericKeys = kDecodeGenericTileKeys;
+constexpr int kGenericPairs = kDecodeMaxHeadDim / 2;  // element pairs per row, at most
+// P·V items (head, dim pair) per thread: kMaxG heads × 128 pairs over 128 threads.
+constexpr int kGenericItems = kMaxG * kGenericPairs / kThreads;
+static_assert(kMaxG * kGenericPairs % kThreads == 0);
+
+template <class T, SoftmaxPolicy kPolicy>
+__global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p) {
+  static_assert(sizeof(T) == 2, "K/V are f16 or bf16");
+  __shared__ uint32_t sk[kGenericKeys * kGenericPairs];  // (key, dim pair): two T per word
+  __shared__ uint32_t sv[kGenericKeys * kGenericPairs];  // (key, dim pair)
+  __shared__ float sq[kMaxG * kDecodeMaxHeadDim];        // (head, dim): q · scale · log2(e)
+  __shared__ float sp[kMaxG][kGenericKeys];              // (head, key)
+  __shared__ float scorr[kMaxG];
+  __shared__ float sm_m[kMaxG], sm_l[kMaxG];
+
+  const CtaWork w = cta_work(p, kGenericKeys);
+  if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
+    store_empty<T>(p, w);
+    return;
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  const int D = p.head_dim, DP = D / 2;
+  const int gc = w.gc;
+
+  // The CTA's heads are consecutive in q: (gc, D) from row (b, h0).
+  const T* qb = static_cast<const T*>(p.q) + (static_cast<int64_t>(w.b) * p.n_heads + w.h0) * D;
+  for (int i = tid; i < gc * D; i += kThreads) sq[i] = to_float(qb[i]) * p.scale_log2;
+
+  // (capacity, D/2) words of (slot, kvh); the launcher checked 4-byte alignment.
+  const uint32_t* kg = reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.k) + w.kv_offset);
+  const uint32_t* vg = reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.v) + w.kv_offset);
+
+  SplitSoftmax<kPolicy> softmax;
+  softmax.init();
+  float acc[kGenericItems][2];
+#pragma unroll
+  for (int it = 0; it < kGenericItems; ++it) acc[it][0] = acc[it][1] = 0.f;
+
+  const int n_tiles = ceil_div(w.end - w.begin, kGenericKeys);
+  for (int t = 0; t < n_tiles; ++t) {
+    const int key0 = w.begin + t * kGenericKeys;
+    __syncthreads();  // the previous tile's readers are done (first tile: sq is visible)
+    for (int i = tid; i < kGenericKeys * DP; i += kThreads) {
+      const int r = i / DP, c = i % DP;
+      const int key = key0 + r;
+      uint32_t kw = 0u, vw = 0u;  // zeros past the end: p = 0 there, and 0·0 is no NaN
+      if (key < w.end) {
+        const int64_t at = static_cast<int64_t>(key) * DP + c;
+        kw = kg[at];
+        vw = vg[at];
+      }
+      sk[r * DP + c] = kw;
+      sv[r * DP + c] = vw;
+    }
+    __syncthreads();
+
+    for (int i = tid; i < gc * kGenericKeys; i += kThreads) {
+      const int g = i / kGenericKeys, r = i % kGenericKeys;
+      const float* qg = sq + g * D;
+      const uint32_t* kr = sk + r * DP;
+      float s = 0.f;
+      for (int c = 0; c < DP; ++c) {
+        const float2 kf = unpack2<T>(kr[c]);
+        s = fmaf(qg[2 * c], kf.x, s);
+        s = fmaf(qg[2 * c + 1], kf.y, s);
+      }
+      sp[g][r] = key0 + r < w.end ? s : -INFINITY;
+    }
+    __syncthreads();
+    softmax.template step<kGenericKeys>(sp, scorr, gc);
+    __syncthreads();
+
+#pragma unroll
+    for (int it = 0; it < kGenericItems; ++it) {
+      const int i = tid + it * kThreads;
+      const int g = i / DP, c = i % DP;
+      if (g < gc) {
+        const float corr = scorr[g];
+        float a0 = acc[it][0] * corr, a1 = acc[it][1] * corr;
+        for (int k = 0; k < kGenericKeys; ++k) {
+          const float pk = sp[g][k];
+          const float2 vf = unpack2<T>(sv[k * DP + c]);
+          a0 = fmaf(pk, vf.x, a0);
+          a1 = fmaf(pk, vf.y, a1);
+        }
+        acc[it][0] = a0;
+        acc[it][1] = a1;
+      }
+    }
+  }
+
+  softmax.publish(sm_m, sm_l, gc);
+  __syncthreads();
+#pragma unroll
+  for (int it = 0; it < kGenericItems; ++it) {
+    const int i = tid + it * kThreads;
+    const int g = i / DP, c = i % DP;
+    if (g < gc) {
+      store_result<T>(p, w, g, 2 * c, acc[it][0], sm_m[g], sm_l[g]);
+      store_result<T>(p, w, g, 2 * c + 1, acc[it][1], sm_m[g], sm_l[g]);
+    }
+  }
+}
+
+}  // namespace fdpp::cuda::decode
+
+namespace fdpp::cuda {
+
+template <DType kDType, SoftmaxPolicy kPolicy>
+Status launch_decode_generic(const DecodeParams& p, cudaStream_t stream) {
+  using T = typename DeviceType<kDType>::type;
+  const dim3 grid(static_cast<unsigned>(p.num_splits),
+                  static_cast<unsigned>(p.n_kv_heads * p.head_groups),
+                  static_cast<unsigned>(p.batch));
+  decode::generic_kernel<T, kPolicy><<<grid, decode::kThreads, 0, stream>>>(p);
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+template <DType kDType, SoftmaxPolicy kPolicy>
+Result<int> decode_generic_occupancy() {
+  using T = typename DeviceType<kDType>::type;
+  int blocks = 0;
+  FDPP_KERNEL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, decode::generic_kernel<T, kPolicy>, decode::kThreads, 0));
+  return blocks;
+}
+
+}  // namespace fdpp::cuda

@@ -1,0 +1,129 @@
+// How many KV splits a decode-attention launch uses: a pure host function, with
+// no CUDA include, so the CPU tests in CI can pin its behaviour down.
+//
+// FlashDecoding's problem: one query token per sequence gives only
+// batch × n_kv_heads CTAs (32 for Llama-2-7B at batch 1), far from filling 132
+// SMs, so each sequence's keys are cut into `splits` contiguous ranges, one CTA
+// each, and a combine kernel merges the partial softmaxes. More splits fill the
+// GPU; too many make each CTA's fixed cost (loading q, the pipeline prologue,
+// writing its fp32 partial) dominate its useful streaming.
+//
+// The grid is sized from max_length (fixed per captured CUDA graph); each CTA
+// computes its key range from its own sequence's actual length, so one grid
+// serves every step up to max_length and a short sequence just leaves splits empty.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace fdpp::cuda {
+
+// Bytes of one K (or V) tile in shared memory in the fast decode kernel: 8 KB is
+// 32 keys of head_dim 128 in f16/bf16; two stages of K and V make 32 KB of
+// static shared memory per CTA, under the 48 KB static limit.
+constexpr int kDecodeTileBytes = 8192;
+// Keys per tile of the generic kernel (runtime head_dim).
+constexpr int kDecodeGenericTileKeys = 32;
+// Query heads one CTA carries (they share one KV head); a larger GQA group is
+// cut into ceil(group / 8) CTAs per KV head, which re-read the same KV from L2.
+constexpr int kDecodeMaxHeadsPerCta = 8;
+// Upper bound of the split count (sizes the combine kernel's shared memory).
+constexpr int kDecodeMaxSplits = 128;
+// Largest head_dim any decode kernel takes.
+constexpr int kDecodeMaxHeadDim = 256;
+
+// The fast kernel exists for these head dims (template constants, house rule 4).
+constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
+  return head_dim == 64 || head_dim == 128 || head_dim == 256;
+}
+
+// Keys per shared-memory tile of the kernel that runs this head_dim (16-bit elements).
+constexpr int decode_tile_keys(int head_dim, bool fast_kernel) {
+  return fast_kernel ? kDecodeTileBytes / (head_dim * 2) : kDecodeGenericTileKeys;
+}
+
+// Query-head groups per KV head (CTAs that share one KV head's keys).
+constexpr int decode_head_groups(int group) {
+  return (group + kDecodeMaxHeadsPerCta - 1) / kDecodeMaxHeadsPerCta;
+}
+
+struct DecodeSplitOptions {
+  int ctas_per_sm = 4;           // resident CTAs per SM (the kernel's occupancy)
+  int keys_per_tile = 32;        // a split is a whole number of tiles
+  int min_keys_per_split = 128;  // below this a CTA's fixed cost is not amortised
+  int max_splits = kDecodeMaxSplits;
+  // A split count within this fraction of the best wave efficiency is good
+  // enough; the smallest such count wins (fewest partials to combine).
+  double efficiency_slack = 0.85;
+};
+
+// Options for a head_dim: a split should stream at least 64 KB of K+V (128 keys
+// at head_dim 128), enough to hide the ~µs fixed cost of a CTA.
+constexpr DecodeSplitOptions decode_split_options(int head_dim, bool fast_kernel,
+                                                  int ctas_per_sm) {
+  DecodeSplitOptions o;
+  o.ctas_per_sm = ctas_per_sm > 0 ? ctas_per_sm : 1;
+  o.keys_per_tile = decode_tile_keys(head_dim, fast_kernel);
+  const int by_bytes = head_dim > 0 ? 65536 / (4 * head_dim) : 128;  // K+V, 2 bytes each
+  o.min_keys_per_split = std::max(o.keys_per_tile, by_bytes);
+  return o;
+}
+
+// Wave efficiency of `ctas` CTAs over `slots` resident CTA slots: the share of
+// the last wave's slots that do work (1.0 when ctas is a multiple of slots).
+inline double decode_wave_efficiency(int64_t ctas, int64_t slots) {
+  if (ctas <= 0 || slots <= 0) return 0.0;
+  const int64_t waves = (ctas + slots - 1) / slots;
+  return static_cast<double>(ctas) / static_cast<double>(waves * slots);
+}
+
+// ctas_per_split: CTAs of one split index, i.e. batch × n_kv_heads × head groups.
+// Returns a count in [1, min(max_splits, key tiles of max_length)]: the smallest
+// one whose wave efficiency is within efficiency_slack of the best reachable, so
+// long contexts fill every SM while tiny ones (< 2 × min_keys_per_split) use 1.
+// Non-decreasing in max_length (a larger cap can only raise the bar and add
+// larger candidates).
+inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int num_sms,
+                                         const DecodeSplitOptions& o = {}) {
+  if (ctas_per_split <= 0 || max_length <= 0 || num_sms <= 0) return 1;
+  const int tile = std::max(1, o.keys_per_tile);
+  const int tiles = (max_length + tile - 1) / tile;
+  const int by_length = max_length / std::max(1, o.min_keys_per_split);
+  const int cap = std::max(1, std::min({tiles, by_length, std::max(1, o.max_splits)}));
+  const int64_t slots = static_cast<int64_t>(num_sms) * std::max(1, o.ctas_per_sm);
+  double best = 0.0;
+  for (int s = 1; s <= cap; ++s)
+    best = std::max(best, decode_wave_efficiency(int64_t{ctas_per_split} * s, slots));
+  for (int s = 1; s <= cap; ++s)
+    if (decode_wave_efficiency(int64_t{ctas_per_split} * s, slots) >= o.efficiency_slack * best)
+      return s;
+  return cap;  // unreachable: the best itself passes
+}
+
+// The brief's form: batch × n_kv_heads CTAs per split (GQA groups of <= 8 heads).
+inline int choose_decode_splits(int batch, int n_kv_heads, int max_length, int num_sms,
+                                const DecodeSplitOptions& o = {}) {
+  if (batch <= 0 || n_kv_heads <= 0) return 1;
+  const int64_t ctas = int64_t{batch} * n_kv_heads;
+  return choose_decode_splits_for_ctas(static_cast<int>(std::min<int64_t>(ctas, 1 << 30)),
+                                       max_length, num_sms, o);
+}
+
+// The key range [begin, end) of split `split` of a sequence of `length` keys cut
+// into `splits` pieces of whole tiles. The kernels compute exactly this (see
+// attention/decode_common.cuh); the CPU tests check it covers every key once.
+struct DecodeKeyRange {
+  int begin = 0;
+  int end = 0;
+};
+constexpr DecodeKeyRange decode_split_range(int length, int splits, int split, int tile_keys) {
+  if (length <= 0 || splits <= 0) return {0, 0};
+  const int per = (length + splits - 1) / splits;               // ceil: splits · per >= length
+  const int chunk = (per + tile_keys - 1) / tile_keys * tile_keys;  // whole tiles
+  const int64_t begin = int64_t{split} * chunk;
+  if (begin >= length) return {length, length};
+  const int64_t end = std::min<int64_t>(length, begin + chunk);
+  return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+}  // namespace fdpp::cuda

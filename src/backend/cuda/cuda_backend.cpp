@@ -1,0 +1,587 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/prefill.h"
+#include "backend/cuda/attention/split_plan.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/gemm/cublaslt.h"
+#include "backend/cuda/ops/ops.h"
+
+namespace fdpp::cuda {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// dtype, device, exact shape and a usable pointer; messages in the CPU backend's style.
+Status check_tensor(const char* op, const char* name, const Tensor& t, DType dtype,
+                    const Shape& shape) {
+  if (t.device != Device::kCUDA)
+    return InvalidArgument(fmt::format("{}: {} is {}; the CUDA backend needs device memory", op,
+                                       name, t.describe()));
+  if (t.dtype != dtype || t.shape != shape)
+    return InvalidArgument(fmt::format("{}: {} is {}, expected {}{} on cuda", op, name,
+                                       t.describe(), dtype_name(dtype), shape.to_string()));
+  if (t.numel() > 0 && t.data == nullptr)
+    return InvalidArgument(fmt::format("{}: {} is {} with no data", op, name, t.describe()));
+  return Status::Ok();
+}
+
+Status check_rank(const char* op, const char* name, const Tensor& t, int rank) {
+  if (t.rank() != rank)
+    return InvalidArgument(fmt::format("{}: {} is {}, expected rank {}", op, name, t.describe(),
+                                       rank));
+  for (int i = 0; i < rank; ++i)
+    if (t.shape[i] < 0)
+      return InvalidArgument(fmt::format("{}: {} has a negative dim: {}", op, name, t.describe()));
+  return Status::Ok();
+}
+
+// An output that overlaps an input would be read after being written.
+Status check_no_overlap(const char* op, const char* out_name, const Tensor& out,
+                        const char* in_name, const Tensor& in) {
+  if (out.nbytes() == 0 || in.nbytes() == 0) return Status::Ok();
+  const auto* o = static_cast<const char*>(out.data);
+  const auto* i = static_cast<const char*>(in.data);
+  if (o < i + in.nbytes() && i < o + out.nbytes())
+    return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name,
+                                       out.describe(), in_name, in.describe()));
+  return Status::Ok();
+}
+
+// The occupancy cache slot of a decode kernel.
+int decode_kernel_index(int head_dim, bool fast) {
+  if (!fast) return 0;
+  return head_dim == 64 ? 1 : head_dim == 128 ? 2 : 3;
+}
+
+class CudaStepGraph final : public StepGraph {
+ public:
+  CudaStepGraph(cudaGraph_t graph, cudaGraphExec_t exec, cudaStream_t stream)
+      : graph_(graph), exec_(exec), stream_(stream) {}
+  ~CudaStepGraph() override {
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+  }
+  Status replay() override {
+    FDPP_CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+    return Status::Ok();
+  }
+
+ private:
+  cudaGraph_t graph_;
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+};
+
+}  // namespace
+
+bool cuda_device_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver / no device: leave no error behind
+    return false;
+  }
+  for (int d = 0; d < count; ++d) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) == cudaSuccess &&
+        major >= 8)
+      return true;
+  }
+  (void)cudaGetLastError();
+  return false;
+}
+
+Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions& options) {
+  if (options.activation_dtype != DType::kF16 && options.activation_dtype != DType::kBF16)
+    return InvalidArgument(fmt::format("the CUDA backend runs f16 or bf16 activations, not {}",
+                                       dtype_name(options.activation_dtype)));
+  int count = 0;
+  if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CudaError(fmt::format("no usable CUDA device: {} ({})", cudaGetErrorString(err),
+                                 cudaGetErrorName(err)));
+  }
+  if (options.device < 0 || options.device >= count)
+    return InvalidArgument(
+        fmt::format("CUDA device {} does not exist ({} found)", options.device, count));
+
+  std::unique_ptr<CudaBackend> be(new CudaBackend());
+  be->device_ = options.device;
+  be->dtype_ = options.activation_dtype;
+  FDPP_CUDA_CHECK(cudaSetDevice(be->device_));
+  FDPP_CUDA_CHECK(cudaGetDeviceProperties(&be->props_, be->device_));
+  if (be->props_.major < 8)
+    return Unsupported(fmt::format("{} has compute capability {}.{}; fdpp's kernels need 8.0+",
+                                   be->props_.name, be->props_.major, be->props_.minor));
+  // Non-blocking: no implicit synchronisation with the legacy default stream,
+  // which other libraries in the process may use.
+  FDPP_CUDA_CHECK(cudaStreamCreateWithFlags(&be->stream_, cudaStreamNonBlocking));
+  FDPP_ASSIGN_OR_RETURN(Buffer ws, be->alloc(CublasLtGemm::kWorkspaceBytes));
+  FDPP_ASSIGN_OR_RETURN(be->gemm_, CublasLtGemm::create(std::move(ws)));
+  return be;
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) {
+    (void)cudaSetDevice(device_);
+    (void)cudaStreamSynchronize(stream_);  // nothing may still use what is freed below
+  }
+  gemm_.reset();
+  workspace_ = Buffer();
+  retired_workspaces_.clear();
+  if (stream_) cudaStreamDestroy(stream_);
+  (void)cudaGetLastError();
+}
+
+Status CudaBackend::activate() const {
+  int current = -1;
+  FDPP_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device_) FDPP_CUDA_CHECK(cudaSetDevice(device_));
+  return Status::Ok();
+}
+
+Result<bool> CudaBackend::capturing() const {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  FDPP_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
+  return st != cudaStreamCaptureStatusNone;
+}
+
+// ---- memory ------------------------------------------------------------------
+
+Result<Buffer> CudaBackend::alloc(size_t bytes) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (bytes == 0) return Buffer(nullptr, 0, Device::kCUDA, [](void*) {});
+  FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
+  if (cap)
+    return InvalidArgument(fmt::format(
+        "alloc of {} bytes while the stream is capturing a CUDA graph (allocate before capture)",
+        bytes));
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();  // an allocation failure must not fail the next launch check
+    size_t free_b = 0, total_b = 0;
+    (void)cudaMemGetInfo(&free_b, &total_b);
+    (void)cudaGetLastError();
+    const std::string what = fmt::format(
+        "cudaMalloc of {} bytes ({:.2f} GiB) failed on GPU {} ({}): {} bytes ({:.2f} GiB) free of "
+        "{}",
+        bytes, bytes / double(1 << 30), device_, props_.name, free_b, free_b / double(1 << 30),
+        total_b);
+    if (err == cudaErrorMemoryAllocation) return OutOfMemory(what);
+    return CudaError(fmt::format("{}: {} ({})", what, cudaGetErrorString(err),
+                                 cudaGetErrorName(err)));
+  }
+  return Buffer(p, bytes, Device::kCUDA, [](void* q) { (void)cudaFree(q); });
+}
+
+Result<Buffer> CudaBackend::alloc_host(size_t bytes) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (bytes == 0) return Buffer(nullptr, 0, Device::kCPU, [](void*) {});
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return OutOfMemory(fmt::format("cudaHostAlloc of {} bytes (pinned host memory) failed: {}",
+                                   bytes, cudaGetErrorString(err)));
+  }
+  return Buffer(p, bytes, Device::kCPU, [](void* q) { (void)cudaFreeHost(q); });
+}
+
+Status CudaBackend::copy_from_host(const void* host, const Tensor& dst) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (dst.nbytes() == 0) return Status::Ok();
+  if (dst.device != Device::kCUDA || dst.data == nullptr || host == nullptr)
+    return InvalidArgument(fmt::format("copy_from_host: destination {} (or the host pointer) is "
+                                       "not usable",
+                                       dst.describe()));
+  // From pageable memory the call returns once the bytes are staged, so the
+  // caller may reuse `host` right away; from pinned memory it is capturable.
+  FDPP_CUDA_CHECK(
+      cudaMemcpyAsync(dst.data, host, dst.nbytes(), cudaMemcpyHostToDevice, stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::copy_to_host(const Tensor& src, void* host) {
+  // Refused up front while capturing: the copy would be recorded into the graph
+  // and the wait below would then fail (a stream cannot be synchronised mid-capture).
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
+  if (cap)
+    return InvalidArgument("copy_to_host waits for the copy, which a capturing stream cannot: "
+                           "use copy_to_host_async into alloc_host() memory");
+  FDPP_RETURN_IF_ERROR(copy_to_host_async(src, host));
+  return synchronize();
+}
+
+Status CudaBackend::copy_to_host_async(const Tensor& src, void* host) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (src.nbytes() == 0) return Status::Ok();
+  if (src.device != Device::kCUDA || src.data == nullptr || host == nullptr)
+    return InvalidArgument(fmt::format("copy_to_host: source {} (or the host pointer) is not "
+                                       "usable",
+                                       src.describe()));
+  FDPP_CUDA_CHECK(
+      cudaMemcpyAsync(host, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::synchronize() {
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
+  if (cap) return InvalidArgument("synchronize while the stream is capturing a CUDA graph");
+  FDPP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return Status::Ok();
+}
+
+Result<DeviceMemory> CudaBackend::memory_info() const {
+  FDPP_RETURN_IF_ERROR(activate());
+  DeviceMemory m;
+  FDPP_CUDA_CHECK(cudaMemGetInfo(&m.free_bytes, &m.total_bytes));
+  return m;
+}
+
+size_t CudaBackend::free_memory() const {
+  Result<DeviceMemory> m = memory_info();
+  return m.ok() ? m->free_bytes : SIZE_MAX;
+}
+
+Status CudaBackend::fill_bytes(const Tensor& t, uint8_t byte) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (t.nbytes() == 0) return Status::Ok();
+  if (t.device != Device::kCUDA || t.data == nullptr)
+    return InvalidArgument(fmt::format("fill_bytes: {} is not device memory", t.describe()));
+  FDPP_CUDA_CHECK(cudaMemsetAsync(t.data, byte, t.nbytes(), stream_));
+  return Status::Ok();
+}
+
+// ---- graphs ------------------------------------------------------------------
+
+Status CudaBackend::begin_capture() {
+  FDPP_RETURN_IF_ERROR(activate());
+  // Thread-local: only this thread's unsafe calls (cudaMalloc, syncs) would
+  // invalidate the capture; the backend refuses those itself before making them.
+  FDPP_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<StepGraph>> CudaBackend::end_capture() {
+  FDPP_RETURN_IF_ERROR(activate());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    return cuda_status(err, "cudaStreamEndCapture(stream_, &graph)", __FILE__, __LINE__);
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  if (inst != cudaSuccess) {
+    (void)cudaGetLastError();
+    cudaGraphDestroy(graph);
+    return cuda_status(inst, "cudaGraphInstantiate(&exec, graph, 0)", __FILE__, __LINE__);
+  }
+  return std::unique_ptr<StepGraph>(new CudaStepGraph(graph, exec, stream_));
+}
+
+// ---- ops -----------------------------------------------------------------------
+
+Status CudaBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& out) {
+  constexpr const char* op = "embed";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_rank(op, "ids", ids, 1));
+  FDPP_RETURN_IF_ERROR(check_rank(op, "table", table, 2));
+  const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "ids", ids, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "table", table, dtype_, Shape{V, H}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "table", table));
+  EmbeddingParams p;
+  p.ids = ids.ptr<int32_t>();
+  p.table = table.data;
+  p.out = out.data;
+  p.n_tokens = T;
+  p.vocab = V;
+  p.hidden = H;
+  return run_embedding(p, dtype_, stream_);
+}
+
+Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
+  constexpr const char* op = "rmsnorm";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_rank(op, "x", x, 2));
+  const int64_t T = x.size(0), H = x.size(1);
+  if (!(eps >= 0.0f) || std::isinf(eps))
+    return InvalidArgument(fmt::format("rmsnorm: eps {} must be finite and >= 0", eps));
+  if (H > 0x7fffffff) return OutOfRange(fmt::format("rmsnorm: hidden size {} too large", H));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "x", x, dtype_, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "weight", weight, dtype_, Shape{H}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{T, H}));
+  // In place (out == x) is fine: each element is read before the same thread writes it.
+  if (out.data != x.data) FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "weight", weight));
+  RmsNormParams p;
+  p.x = x.data;
+  p.weight = weight.data;
+  p.out = out.data;
+  p.rows = T;
+  p.hidden = static_cast<int>(H);
+  p.eps = eps;
+  return run_rmsnorm(p, dtype_, stream_);
+}
+
+Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
+  constexpr const char* op = "linear";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_rank(op, "x", x, 2));
+  FDPP_RETURN_IF_ERROR(check_rank(op, "w", w, 2));
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "x", x, dtype_, Shape{M, K}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "w", w, dtype_, Shape{N, K}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "y", y, dtype_, Shape{M, N}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
+  LinearParams p;
+  p.x = x.data;
+  p.w = w.data;
+  p.y = y.data;
+  p.m = M;
+  p.n = N;
+  p.k = K;
+  p.dtype = dtype_;
+  p.accumulate = accumulate;
+  return gemm_->run(p, stream_);
+}
+
+Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer) const {
+  if (cache == nullptr) return InvalidArgument(fmt::format("{}: no KV cache", op));
+  const KVCacheLayout& l = cache->layout;
+  if (cache->dtype != dtype_)
+    return InvalidArgument(fmt::format("{}: KV cache is {}, activations are {}", op,
+                                       dtype_name(cache->dtype), dtype_name(dtype_)));
+  if (l.n_layers <= 0 || l.n_slots <= 0 || l.n_kv_heads <= 0 || l.capacity <= 0 ||
+      l.head_dim <= 0)
+    return InvalidArgument(fmt::format(
+        "{}: bad KV cache layout (layers {}, slots {}, kv heads {}, capacity {}, head_dim {})", op,
+        l.n_layers, l.n_slots, l.n_kv_heads, l.capacity, l.head_dim));
+  const size_t need =
+      static_cast<size_t>(l.n_layers) * static_cast<size_t>(l.elements_per_layer()) * 2;
+  if (cache->k.device() != Device::kCUDA || cache->v.device() != Device::kCUDA ||
+      cache->k.data() == nullptr || cache->v.data() == nullptr || cache->k.bytes() < need ||
+      cache->v.bytes() < need)
+    return InvalidArgument(fmt::format(
+        "{}: KV cache buffers (k {} bytes on {}, v {} bytes on {}) do not hold {} bytes on cuda",
+        op, cache->k.bytes(), device_name(cache->k.device()), cache->v.bytes(),
+        device_name(cache->v.device()), need));
+  if (layer < 0 || layer >= l.n_layers)
+    return OutOfRange(fmt::format("{}: layer {} outside [0, {})", op, layer, l.n_layers));
+  return Status::Ok();
+}
+
+Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
+  constexpr const char* op = "rope_and_append_kv";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
+  const KVCacheLayout& l = a.cache->layout;
+  const int D = l.head_dim, n_kv = l.n_kv_heads;
+  FDPP_RETURN_IF_ERROR(check_rank(op, "q_out", a.q_out, 3));
+  const int64_t T = a.q_out.size(0), n_heads = a.q_out.size(1);
+  if (n_heads < 1 || n_heads > 65535)
+    return InvalidArgument(fmt::format("{}: q_out {} needs 1..65535 heads", op,
+                                       a.q_out.describe()));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "q_out", a.q_out, dtype_, Shape{T, n_heads, D}));
+  const int64_t width = (n_heads + 2 * n_kv) * D;  // q | k | v
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "qkv", a.qkv, dtype_, Shape{T, width}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "positions", a.positions, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "slots", a.slots, DType::kI32, Shape{T}));
+  const int rd = a.rotary_dim;
+  if (D % 2 != 0 || rd < 0 || rd > D || rd % 2 != 0)
+    return InvalidArgument(fmt::format(
+        "{}: rotary_dim {} and head_dim {} must be even, with rotary_dim <= head_dim", op, rd, D));
+  if (rd > 0)
+    FDPP_RETURN_IF_ERROR(check_tensor(op, "inv_freq", a.inv_freq, DType::kF32, Shape{rd / 2}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "q_out", a.q_out, "qkv", a.qkv));
+
+  const size_t layer_bytes = static_cast<size_t>(l.elements_per_layer()) * 2;
+  RopeAppendParams p;
+  p.qkv = a.qkv.data;
+  p.positions = a.positions.ptr<int32_t>();
+  p.slots = a.slots.ptr<int32_t>();
+  p.inv_freq = rd > 0 ? a.inv_freq.ptr<float>() : nullptr;
+  p.q_out = a.q_out.data;
+  p.k_cache = static_cast<char*>(a.cache->k.data()) + a.layer * layer_bytes;
+  p.v_cache = static_cast<char*>(a.cache->v.data()) + a.layer * layer_bytes;
+  p.n_tokens = T;
+  p.n_heads = static_cast<int>(n_heads);
+  p.n_kv_heads = n_kv;
+  p.head_dim = D;
+  p.rotary_dim = rd;
+  p.interleaved = a.interleaved;
+  p.n_slots = l.n_slots;
+  p.capacity = l.capacity;
+  return run_rope_append_kv(p, dtype_, stream_);
+}
+
+Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel) {
+  int& slot = decode_occupancy_[decode_kernel_index(head_dim, fast_kernel)];
+  if (slot == 0) {
+    FDPP_ASSIGN_OR_RETURN(const int n, decode_ctas_per_sm(head_dim, fast_kernel, dtype_));
+    // 0 would mean the kernel cannot launch at all; the launch reports that.
+    slot = std::max(1, n);
+  }
+  return slot;
+}
+
+Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int head_dim,
+                                       int max_length, bool fast_kernel) {
+  if (decode_splits_override_ > 0) return std::min(decode_splits_override_, kDecodeMaxSplits);
+  FDPP_ASSIGN_OR_RETURN(const int occupancy, decode_occupancy(head_dim, fast_kernel));
+  const DecodeSplitOptions o = decode_split_options(head_dim, fast_kernel, occupancy);
+  const int64_t ctas = int64_t{batch} * n_kv_heads * decode_head_groups(group);
+  return choose_decode_splits_for_ctas(static_cast<int>(std::min<int64_t>(ctas, 1 << 30)),
+                                       max_length, props_.multiProcessorCount, o);
+}
+
+Result<void*> CudaBackend::decode_workspace(size_t bytes) {
+  if (bytes <= workspace_bytes_) return workspace_.data();
+  FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
+  if (cap)
+    return InvalidArgument(fmt::format(
+        "attention_decode needs {} bytes of split-KV workspace (it has {}) while the stream is "
+        "capturing a CUDA graph: run this batch size and max_length once before capture, or "
+        "call reserve_decode_workspace()",
+        bytes, workspace_bytes_));
+  // Geometric growth bounds the retired total to the final size.
+  const size_t grown = (std::max(bytes, 2 * workspace_bytes_) + kMiB - 1) / kMiB * kMiB;
+  FDPP_ASSIGN_OR_RETURN(Buffer b, alloc(grown));
+  if (workspace_.data() != nullptr) retired_workspaces_.push_back(std::move(workspace_));
+  workspace_ = std::move(b);
+  workspace_bytes_ = grown;
+  return workspace_.data();
+}
+
+Status CudaBackend::reserve_decode_workspace(int batch, int n_heads, int n_kv_heads, int head_dim,
+                                             int max_length) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (batch < 1 || n_kv_heads < 1 || n_heads < 1 || n_heads % n_kv_heads != 0 || head_dim < 1)
+    return InvalidArgument(fmt::format("reserve_decode_workspace: batch {}, heads {} / {} kv, "
+                                       "head_dim {}",
+                                       batch, n_heads, n_kv_heads, head_dim));
+  const int group = n_heads / n_kv_heads;
+  size_t need = 0;
+  // The kernel choice also depends on pointer alignment: reserve for both.
+  for (const bool fast : {false, true}) {
+    if (fast && !decode_head_dim_has_fast_kernel(head_dim)) continue;
+    FDPP_ASSIGN_OR_RETURN(const int s,
+                          decode_splits(batch, n_kv_heads, group, head_dim, max_length, fast));
+    need = std::max(need, cuda::decode_workspace_bytes(batch, n_heads, head_dim, s));
+  }
+  return decode_workspace(need).status();
+}
+
+Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
+  constexpr const char* op = "attention_decode";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
+  const KVCacheLayout& l = a.cache->layout;
+  const int D = l.head_dim;
+  FDPP_RETURN_IF_ERROR(check_rank(op, "q", a.q, 3));
+  const int64_t B = a.q.size(0), H = a.q.size(1);
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "q", a.q, dtype_, Shape{B, H, D}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", a.out, dtype_, Shape{B, H, D}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", a.out, "q", a.q));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "slots", a.slots, DType::kI32, Shape{B}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "lengths", a.lengths, DType::kI32, Shape{B}));
+  if (H < 1 || H % l.n_kv_heads != 0)
+    return InvalidArgument(fmt::format("{}: q {} has {} heads, not a positive multiple of the "
+                                       "cache's {} KV heads",
+                                       op, a.q.describe(), H, l.n_kv_heads));
+  if (a.max_length < 1 || a.max_length > l.capacity)
+    return OutOfRange(fmt::format("{}: max_length {} outside [1, capacity {}]", op, a.max_length,
+                                  l.capacity));
+  if (!std::isfinite(a.scale))
+    return InvalidArgument(fmt::format("{}: scale {} is not finite", op, a.scale));
+  if (B == 0) return Status::Ok();
+  if (B > 65535 || H > (1 << 24))
+    return OutOfRange(fmt::format("{}: batch {} / {} heads too large", op, B, H));
+
+  const size_t layer_bytes = static_cast<size_t>(l.elements_per_layer()) * 2;
+  DecodeParams p;
+  p.q = a.q.data;
+  p.k = static_cast<const char*>(a.cache->k.data()) + a.layer * layer_bytes;
+  p.v = static_cast<const char*>(a.cache->v.data()) + a.layer * layer_bytes;
+  p.slots = a.slots.ptr<int32_t>();
+  p.lengths = a.lengths.ptr<int32_t>();
+  p.out = a.out.data;
+  p.batch = static_cast<int>(B);
+  p.n_heads = static_cast<int>(H);
+  p.n_kv_heads = l.n_kv_heads;
+  p.head_dim = D;
+  p.n_slots = l.n_slots;
+  p.capacity = l.capacity;
+  p.group = static_cast<int>(H / l.n_kv_heads);
+  p.head_groups = decode_head_groups(p.group);
+  p.scale_log2 = a.scale * 1.4426950408889634f;  // log2(e)
+  FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,
+                                                    a.max_length, decode_uses_fast_kernel(p)));
+  if (p.num_splits > 1) {
+    FDPP_ASSIGN_OR_RETURN(
+        void* ws,
+        decode_workspace(cuda::decode_workspace_bytes(p.batch, p.n_heads, D, p.num_splits)));
+    decode_workspace_assign(ws, &p);
+  }
+  return run_attention_decode(p, dtype_, stream_);
+}
+
+Status CudaBackend::attention_prefill(const AttentionPrefillArgs& a) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (a.cache != nullptr)
+    FDPP_RETURN_IF_ERROR(check_cache("attention_prefill", a.cache, a.layer));
+  return run_attention_prefill(a, dtype_, props_.multiProcessorCount, stream_);
+}
+
+Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
+  constexpr const char* op = "silu_mul";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_rank(op, "gate_up", gate_up, 2));
+  const int64_t M = gate_up.size(0), F2 = gate_up.size(1);
+  if (F2 % 2 != 0)
+    return InvalidArgument(fmt::format("{}: gate_up is {}; its width must be 2F (gate|up)", op,
+                                       gate_up.describe()));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "gate_up", gate_up, dtype_, Shape{M, F2}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{M, F2 / 2}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "gate_up", gate_up));
+  SiluMulParams p;
+  p.gate_up = gate_up.data;
+  p.out = out.data;
+  p.rows = M;
+  p.ffn = F2 / 2;
+  return run_silu_mul(p, dtype_, stream_);
+}
+
+Status CudaBackend::argmax(const Tensor& logits, const Tensor& ids) {
+  constexpr const char* op = "argmax";
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_RETURN_IF_ERROR(check_rank(op, "logits", logits, 2));
+  const int64_t B = logits.size(0), V = logits.size(1);
+  const DType lt = logits.dtype == DType::kF32 ? DType::kF32 : dtype_;
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "logits", logits, lt, Shape{B, V}));
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "ids", ids, DType::kI32, Shape{B}));
+  if (V == 0 && B > 0)
+    return InvalidArgument(fmt::format("{}: logits {} has no columns", op, logits.describe()));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "ids", ids, "logits", logits));
+  ArgmaxParams p;
+  p.logits = logits.data;
+  p.ids = ids.ptr<int32_t>();
+  p.rows = B;
+  p.vocab = V;
+  return run_argmax(p, lt, stream_);
+}
+
+}  // namespace fdpp::cuda

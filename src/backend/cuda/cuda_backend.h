@@ -1,0 +1,131 @@
+// CudaBackend: the op contract on one GPU, fp16 or bf16 activations and KV cache.
+// Every op is enqueued on the backend's own non-blocking stream and returns
+// without waiting; synchronize() / copy_to_host() wait. The backend owns all
+// CUDA state (stream, cuBLASLt handle and workspace, attention workspace,
+// cached GEMM plans): there is no global mutable state, and a backend must
+// outlive the buffers, graphs and views made from it.
+//
+// CUDA graphs: an op is capturable once it has run eagerly with the same
+// shapes (first calls create cuBLASLt plans, query kernel occupancy and grow
+// the split-KV workspace; none of that may happen during capture, and a
+// workspace growth during capture is refused with a clear error). Outgrown
+// workspaces are kept until the backend dies, since earlier graphs still point
+// at them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace fdpp::cuda {
+
+class CublasLtGemm;
+
+struct CudaBackendOptions {
+  int device = 0;
+  DType activation_dtype = DType::kF16;  // kF16 or kBF16
+};
+
+struct DeviceMemory {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+};
+
+// True when a CUDA driver and a device this build runs on (compute capability
+// 8.0 or newer) are present; false, never an error, otherwise.
+bool cuda_device_available();
+
+class CudaBackend final : public Backend {
+ public:
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  Device device() const override { return Device::kCUDA; }
+  DType activation_dtype() const override { return dtype_; }
+
+  // ---- memory ---------------------------------------------------------------
+  // cudaMalloc; OutOfMemory names the bytes requested and free.
+  Result<Buffer> alloc(size_t bytes) override;
+  Status copy_from_host(const void* host, const Tensor& dst) override;
+  Status copy_to_host(const Tensor& src, void* host) override;
+  // host must come from alloc_host() (pinned) for the copy to be capturable.
+  Status copy_to_host_async(const Tensor& src, void* host) override;
+  Status synchronize() override;
+  size_t free_memory() const override;
+  Result<Buffer> alloc_host(size_t bytes) override;  // pinned (cudaHostAlloc)
+
+  // ---- graphs -----------------------------------------------------------------
+  bool supports_graphs() const override { return true; }
+  Status begin_capture() override;
+  Result<std::unique_ptr<StepGraph>> end_capture() override;
+
+  // ---- ops (backend/backend.h) ------------------------------------------------
+  Status embed(const Tensor& ids, const Tensor& table, const Tensor& out) override;
+  Status rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  Status linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
+  Status rope_and_append_kv(const RopeAppendArgs& args) override;
+  Status attention_decode(const AttentionDecodeArgs& args) override;
+  Status attention_prefill(const AttentionPrefillArgs& args) override;
+  Status silu_mul(const Tensor& gate_up, const Tensor& out) override;
+  // logits of the activation dtype or f32.
+  Status argmax(const Tensor& logits, const Tensor& ids) override;
+
+  // ---- CUDA specifics -----------------------------------------------------------
+  cudaStream_t stream() const { return stream_; }
+  const cudaDeviceProp& props() const { return props_; }
+  int device_ordinal() const { return device_; }
+  Result<DeviceMemory> memory_info() const;
+  // Sets every byte of t (stream-ordered): tests poison outputs with 0xFF, which
+  // is NaN in f16, bf16 and f32.
+  Status fill_bytes(const Tensor& t, uint8_t byte);
+
+  // Forces the decode split count (clamped to [1, kDecodeMaxSplits]); 0 restores
+  // the heuristic. For tests and ablations.
+  void set_decode_splits_override(int splits) { decode_splits_override_ = splits; }
+  // The split count attention_decode uses for this shape (fast_kernel: head_dim
+  // 64/128/256 with 16-byte aligned q/k/v, else the generic kernel).
+  Result<int> decode_splits(int batch, int n_kv_heads, int group, int head_dim, int max_length,
+                            bool fast_kernel);
+  // Grows the split-KV workspace for this shape now, outside any capture.
+  Status reserve_decode_workspace(int batch, int n_heads, int n_kv_heads, int head_dim,
+                                  int max_length);
+  size_t decode_workspace_bytes() const { return workspace_bytes_; }
+
+ private:
+  friend Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions&);
+  CudaBackend() = default;
+
+  // Makes the backend's device current (ops may be called from a thread whose
+  // current device is another one).
+  Status activate() const;
+  Result<bool> capturing() const;
+  // The split-KV partials buffer, grown to `bytes` if needed (refused while capturing).
+  Result<void*> decode_workspace(size_t bytes);
+  Result<int> decode_occupancy(int head_dim, bool fast_kernel);
+  Status check_cache(const char* op, const KVCache* cache, int layer) const;
+
+  int device_ = 0;
+  DType dtype_ = DType::kF16;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<CublasLtGemm> gemm_;
+  Buffer workspace_;                  // split-KV partials (decode_workspace_assign layout)
+  size_t workspace_bytes_ = 0;
+  std::vector<Buffer> retired_workspaces_;  // outgrown, still referenced by earlier graphs
+  std::array<int, 4> decode_occupancy_{};  // CTAs/SM: generic, d64, d128, d256 (0: not queried)
+  int decode_splits_override_ = 0;
+};
+
+// Creates the stream, the cuBLASLt handle and its 32 MB workspace on `device`.
+// InvalidArgument for a device that does not exist or a dtype other than
+// f16/bf16; Unsupported below compute capability 8.0.
+Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions& options);
+
+}  // namespace fdpp::cuda

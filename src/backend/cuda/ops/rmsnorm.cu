@@ -1,0 +1,99 @@
+// RMSNorm: out[t, :] = weight · T(x[t, :] · rsqrt(mean(x[t, :]²) + eps)).
+// The sum of squares is fp32; the normalised row is rounded to the activation
+// type before the weight multiplies it, which is exactly Hugging Face's
+// `weight * hidden.to(input_dtype)` (a product of two 16-bit values is exact in
+// fp32, so one more rounding reproduces the half-precision multiply).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ops/ops.h"
+
+namespace fdpp::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;    // CTA per row: wide rows (hidden > 1024)
+constexpr int kWarpRowsPerCta = 4;  // warp per row: narrow rows, no block barrier
+
+// kVec 8: 16-byte loads (hidden % 8 == 0, 16-byte aligned pointers); 1 otherwise.
+// The second pass re-reads x (8 KB at hidden 4096: an L1/L2 hit) rather than
+// holding a row of any width in registers. Reads of x complete before the
+// same thread writes the same elements, so out may alias x.
+template <class T, int kVec, bool kWarpPerRow>
+__global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThreads)
+    rmsnorm_kernel(const RmsNormParams p) {
+  const int64_t row = kWarpPerRow
+                          ? static_cast<int64_t>(blockIdx.x) * kWarpRowsPerCta + threadIdx.x / 32
+                          : static_cast<int64_t>(blockIdx.x);
+  // Warp per row: whole warps leave (no block barrier follows). CTA per row:
+  // the grid has exactly `rows` CTAs, so nobody leaves.
+  if (row >= p.rows) return;
+  const int lane = kWarpPerRow ? threadIdx.x % 32 : threadIdx.x;
+  const int stride = kWarpPerRow ? 32 : blockDim.x;
+  const T* x = static_cast<const T*>(p.x) + row * p.hidden;  // (hidden)
+  const T* w = static_cast<const T*>(p.weight);              // (hidden)
+  T* out = static_cast<T*>(p.out) + row * p.hidden;          // (hidden)
+  const int n_vec = p.hidden / kVec;
+
+  float ss = 0.f;
+  for (int i = lane; i < n_vec; i += stride) {
+    float f[kVec];
+    load_vec<T, kVec>(x + i * kVec, f);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) ss = fmaf(f[e], f[e], ss);
+  }
+  ss = kWarpPerRow ? warp_sum(ss) : block_sum(ss);
+  const float r = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+
+  for (int i = lane; i < n_vec; i += stride) {
+    float f[kVec], g[kVec];
+    load_vec<T, kVec>(x + i * kVec, f);
+    load_vec<T, kVec>(w + i * kVec, g);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) f[e] = g[e] * round_through<T>(f[e] * r);
+    store_vec<T, kVec>(out + i * kVec, f);
+  }
+}
+
+template <class T, int kVec>
+Status launch(const RmsNormParams& p, cudaStream_t stream) {
+  const int n_vec = p.hidden / kVec;
+  if (p.hidden <= 1024) {
+    const int64_t blocks = (p.rows + kWarpRowsPerCta - 1) / kWarpRowsPerCta;
+    if (blocks > 0x7fffffff) return OutOfRange("rmsnorm: too many rows for the grid");
+    rmsnorm_kernel<T, kVec, true>
+        <<<static_cast<unsigned>(blocks), 32 * kWarpRowsPerCta, 0, stream>>>(p);
+  } else {
+    if (p.rows > 0x7fffffff) return OutOfRange("rmsnorm: too many rows for the grid");
+    // No more threads than units of work, rounded to whole warps (block_sum needs that).
+    const int threads = n_vec >= kRowThreads ? kRowThreads : (n_vec + 31) / 32 * 32;
+    rmsnorm_kernel<T, kVec, false><<<static_cast<unsigned>(p.rows), threads, 0, stream>>>(p);
+  }
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+template <class T>
+Status dispatch(const RmsNormParams& p, cudaStream_t stream) {
+  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+  const bool vec = p.hidden % 8 == 0 && addr(p.x) % 16 == 0 && addr(p.weight) % 16 == 0 &&
+                   addr(p.out) % 16 == 0;
+  return vec ? launch<T, 8>(p, stream) : launch<T, 1>(p, stream);
+}
+
+}  // namespace
+
+Status run_rmsnorm(const RmsNormParams& p, DType dtype, cudaStream_t stream) {
+  if (p.rows <= 0 || p.hidden <= 0) return Status::Ok();
+  switch (dtype) {
+    case DType::kF16: return dispatch<__half>(p, stream);
+    case DType::kBF16: return dispatch<__nv_bfloat16>(p, stream);
+    default: break;
+  }
+  return Unsupported(std::string("rmsnorm: dtype ") + dtype_name(dtype));
+}
+
+}  // namespace fdpp::cuda

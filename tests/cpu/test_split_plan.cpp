@@ -1,0 +1,169 @@
+// The decode split-KV plan (src/backend/cuda/attention/split_plan.h) as pure
+// functions: how many splits a launch gets, and which keys each split covers.
+// Header-only and CUDA-free, so CI checks it without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/attention/split_plan.h"
+
+namespace fdpp::cuda {
+namespace {
+
+constexpr int kH200Sms = 132;
+constexpr int kA100Sms = 108;
+
+int splits_for(int batch, int kv_heads, int max_length, int sms, int head_dim = 128,
+               int ctas_per_sm = 4) {
+  return choose_decode_splits(batch, kv_heads, max_length, sms,
+                              decode_split_options(head_dim, /*fast_kernel=*/true, ctas_per_sm));
+}
+
+TEST(SplitPlan, OptionsFollowTheTile) {
+  EXPECT_EQ(decode_tile_keys(64, true), 64);
+  EXPECT_EQ(decode_tile_keys(128, true), 32);
+  EXPECT_EQ(decode_tile_keys(256, true), 16);
+  EXPECT_EQ(decode_tile_keys(8, false), kDecodeGenericTileKeys);
+  // A split streams >= 64 KB of K+V, and is never shorter than one tile.
+  EXPECT_EQ(decode_split_options(64, true, 4).min_keys_per_split, 256);
+  EXPECT_EQ(decode_split_options(128, true, 4).min_keys_per_split, 128);
+  EXPECT_EQ(decode_split_options(256, true, 4).min_keys_per_split, 64);
+  EXPECT_EQ(decode_split_options(8, false, 4).min_keys_per_split, 65536 / 32);
+  for (int d : {8, 64, 96, 128, 256}) {
+    const bool fast = decode_head_dim_has_fast_kernel(d);
+    const DecodeSplitOptions o = decode_split_options(d, fast, 0);
+    EXPECT_GE(o.min_keys_per_split, o.keys_per_tile) << d;
+    EXPECT_GE(o.ctas_per_sm, 1) << "an unknown occupancy still counts one CTA per SM";
+  }
+}
+
+TEST(SplitPlan, HeadGroups) {
+  EXPECT_EQ(decode_head_groups(1), 1);
+  EXPECT_EQ(decode_head_groups(8), 1);
+  EXPECT_EQ(decode_head_groups(9), 2);
+  EXPECT_EQ(decode_head_groups(16), 2);
+  EXPECT_EQ(decode_head_groups(17), 3);
+}
+
+TEST(SplitPlan, DegenerateInputsGiveOneSplit) {
+  EXPECT_EQ(splits_for(0, 32, 4096, kH200Sms), 1);
+  EXPECT_EQ(splits_for(1, 0, 4096, kH200Sms), 1);
+  EXPECT_EQ(splits_for(1, 32, 0, kH200Sms), 1);
+  EXPECT_EQ(splits_for(1, 32, -5, kH200Sms), 1);
+  EXPECT_EQ(splits_for(1, 32, 4096, 0), 1);
+}
+
+TEST(SplitPlan, TinyContextsUseOneSplit) {
+  // Below two minimum-size splits there is nothing worth cutting, however idle the GPU.
+  for (int batch : {1, 3, 8, 64})
+    for (int heads : {1, 4, 8, 32})
+      for (int len : {1, 2, 63, 65, 97, 128, 255}) {
+        EXPECT_EQ(splits_for(batch, heads, len, kH200Sms), 1)
+            << "batch " << batch << " heads " << heads << " len " << len;
+        EXPECT_EQ(splits_for(batch, heads, len, kH200Sms, /*head_dim=*/64), 1);
+      }
+}
+
+TEST(SplitPlan, NeverMoreSplitsThanTilesOrTheCap) {
+  for (int d : {64, 128, 256})
+    for (int batch : {1, 2, 3, 8, 64})
+      for (int heads : {1, 2, 8, 32})
+        for (int len : {1, 17, 100, 256, 1000, 1025, 4096, 32768, 131072}) {
+          const DecodeSplitOptions o = decode_split_options(d, true, 4);
+          const int s = choose_decode_splits(batch, heads, len, kH200Sms, o);
+          const int tiles = (len + o.keys_per_tile - 1) / o.keys_per_tile;
+          EXPECT_GE(s, 1);
+          EXPECT_LE(s, tiles) << "a split must own at least one tile";
+          EXPECT_LE(s, kDecodeMaxSplits);
+          EXPECT_LE(s, std::max(1, len / o.min_keys_per_split))
+              << "every split keeps at least min_keys_per_split keys";
+        }
+}
+
+TEST(SplitPlan, NonDecreasingInLength) {
+  for (int sms : {kA100Sms, kH200Sms})
+    for (int batch : {1, 2, 5, 8})
+      for (int heads : {1, 8, 32}) {
+        int prev = 1;
+        for (int len = 1; len <= 70000; len += 37) {
+          const int s = splits_for(batch, heads, len, sms);
+          ASSERT_GE(s, prev) << "sms " << sms << " batch " << batch << " heads " << heads
+                             << " len " << len;
+          prev = s;
+        }
+      }
+}
+
+TEST(SplitPlan, FillsTheGpuAtLongContexts) {
+  // Batch 1 of Llama-2-7B (32 KV heads) or a GQA model (8): 32 or 8 CTAs
+  // unsplit. At long contexts the splits must put work on every SM and keep
+  // the last wave mostly full.
+  for (int sms : {kA100Sms, kH200Sms})
+    for (int heads : {8, 32})
+      for (int len : {8192, 32768}) {
+        const int ctas_per_sm = 4;
+        const int s = splits_for(1, heads, len, sms, 128, ctas_per_sm);
+        const int64_t ctas = int64_t{heads} * s;
+        EXPECT_GE(ctas, sms) << "heads " << heads << " len " << len << " splits " << s;
+        EXPECT_GE(decode_wave_efficiency(ctas, int64_t{sms} * ctas_per_sm), 0.8)
+            << "heads " << heads << " len " << len << " splits " << s;
+      }
+}
+
+TEST(SplitPlan, FullBatchesNeedNoSplit) {
+  // 64 × 32 = 2048 CTAs are ~3.9 waves of 4 CTAs on 132 SMs already.
+  EXPECT_EQ(splits_for(64, 32, 4096, kH200Sms), 1);
+  // Batch 8 × 32 heads = 256 CTAs, half a wave: two splits make it 0.97 of one.
+  EXPECT_EQ(splits_for(8, 32, 32768, kH200Sms), 2);
+}
+
+TEST(SplitPlan, WaveEfficiency) {
+  EXPECT_DOUBLE_EQ(decode_wave_efficiency(528, 528), 1.0);
+  EXPECT_DOUBLE_EQ(decode_wave_efficiency(264, 528), 0.5);
+  EXPECT_DOUBLE_EQ(decode_wave_efficiency(529, 528), 529.0 / 1056.0);
+  EXPECT_DOUBLE_EQ(decode_wave_efficiency(0, 528), 0.0);
+}
+
+// The kernels compute each CTA's keys with decode_split_range: the splits of
+// one sequence must tile [0, length) exactly, in order, each starting on a tile
+// boundary, however the length relates to the split count.
+TEST(SplitPlan, SplitRangesCoverEveryKeyOnce) {
+  for (int tile : {16, 32, 64})
+    for (int splits = 1; splits <= 40; ++splits)
+      for (int len = 0; len <= 700; ++len) {
+        int next = 0;
+        for (int s = 0; s < splits; ++s) {
+          const DecodeKeyRange r = decode_split_range(len, splits, s, tile);
+          ASSERT_LE(r.begin, r.end);
+          if (r.begin == r.end) continue;  // an empty split, at the tail
+          ASSERT_EQ(r.begin, next) << "tile " << tile << " splits " << splits << " len " << len
+                                   << " split " << s;
+          ASSERT_EQ(r.begin % tile, 0);
+          ASSERT_LE(r.end, len);
+          next = r.end;
+        }
+        ASSERT_EQ(next, len) << "tile " << tile << " splits " << splits << " len " << len;
+      }
+}
+
+TEST(SplitPlan, EmptySplitsOnlyAtTheTail) {
+  // Short sequences in a grid sized for a long max_length leave the last splits empty.
+  const int splits = 16, tile = 32;
+  const int len = 65;  // 3 tiles: splits 0..2 hold keys, 3..15 are empty
+  int non_empty = 0;
+  bool seen_empty = false;
+  for (int s = 0; s < splits; ++s) {
+    const DecodeKeyRange r = decode_split_range(len, splits, s, tile);
+    if (r.begin < r.end) {
+      EXPECT_FALSE(seen_empty) << "a split with keys after an empty one";
+      ++non_empty;
+    } else {
+      seen_empty = true;
+    }
+  }
+  EXPECT_EQ(non_empty, 3);
+}
+
+}  // namespace
+}  // namespace fdpp::cuda
