@@ -29,6 +29,13 @@ echo "commit: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain
   >>"$summary"
 
 note() { echo "$*" | tee -a "$summary"; }
+# Pack the results however the script ends (the device run may stop it at its time limit).
+finish() {
+  [ -d "$WORK" ] && tar -C "$OUT" -czf "$OUT/results.tgz" work && rm -rf "$WORK"
+  echo "results: $OUT/summary.md, $OUT/results.tgz"
+}
+trap finish EXIT
+trap 'note "stopped by a signal"; exit 143' TERM INT
 stage_time() { local t0=$1; echo "$(( $(date +%s) - t0 ))s"; }
 
 for stage in "${stages[@]}"; do
@@ -46,7 +53,7 @@ for stage in "${stages[@]}"; do
       fi
       ;;
     test)
-      ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600 -j4 \
+      ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 180 -j4 \
         --output-junit "$WORK/ctest_gpu.xml" >"$WORK/test_gpu.log" 2>&1
       note "gpu tests: $(grep -E 'tests passed|tests failed' "$WORK/test_gpu.log") ($(stage_time $t0))"
       grep -E "^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Exception|Not Run)" "$WORK/test_gpu.log" | head -40 \
@@ -93,5 +100,3 @@ for stage in "${stages[@]}"; do
       ;;
   esac
 done
-tar -C "$OUT" -czf "$OUT/results.tgz" work && rm -rf "$WORK"
-echo "results: $OUT/summary.md, $OUT/results.tgz"
