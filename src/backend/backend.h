@@ -94,6 +94,12 @@ class StepGraph {
   virtual Status replay() = 0;
 };
 
+// What a GEMM does to its output besides y = x·wᵀ (fused, so no extra pass).
+struct LinearEpilogue {
+  bool accumulate = false;  // y += x·wᵀ: the residual add
+  Tensor bias;              // (N), added to every row; empty: no bias
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -134,10 +140,11 @@ class Backend {
   // out[t, :] = x[t, :] / sqrt(mean(x[t, :]^2) + eps) * weight
   virtual Status rmsnorm(const Tensor& x /* (T, H) */, const Tensor& weight /* (H) */, float eps,
                          const Tensor& out /* (T, H) */) = 0;
-  // y = x · wᵀ, or y += x · wᵀ when accumulate (the residual add as a GEMM epilogue).
-  // Every GEMM of the model goes through here, so a dispatcher can route it.
+  // y = x · wᵀ (+ bias), or y += x · wᵀ (+ bias) when accumulating (the residual add
+  // as a GEMM epilogue). Every GEMM of the model goes through here, so a
+  // dispatcher can route it.
   virtual Status linear(const Tensor& x /* (M, K) */, const Tensor& w /* (N, K) */,
-                        const Tensor& y /* (M, N) */, bool accumulate) = 0;
+                        const Tensor& y /* (M, N) */, const LinearEpilogue& ep) = 0;
   virtual Status rope_and_append_kv(const RopeAppendArgs& args) = 0;
   virtual Status attention_decode(const AttentionDecodeArgs& args) = 0;
   virtual Status attention_prefill(const AttentionPrefillArgs& args) = 0;

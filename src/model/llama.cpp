@@ -32,7 +32,7 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = weights_.layers[l];
     FDPP_RETURN_IF_ERROR(be.rmsnorm(x, L.attn_norm, eps, h));
-    FDPP_RETURN_IF_ERROR(be.linear(h, L.qkv, qkv, /*accumulate=*/false));
+    FDPP_RETURN_IF_ERROR(be.linear(h, L.qkv, qkv, {}));
 
     RopeAppendArgs rope;
     rope.qkv = qkv;
@@ -68,12 +68,12 @@ Status LlamaModel::forward(const ForwardPass& pass) {
       a.out = attn;
       FDPP_RETURN_IF_ERROR(be.attention_decode(a));
     }
-    FDPP_RETURN_IF_ERROR(be.linear(attn_flat, L.o, x, /*accumulate=*/true));  // x += attn · Woᵀ
+    FDPP_RETURN_IF_ERROR(be.linear(attn_flat, L.o, x, {.accumulate = true}));  // x += attn · Woᵀ
 
     FDPP_RETURN_IF_ERROR(be.rmsnorm(x, L.ffn_norm, eps, h));
-    FDPP_RETURN_IF_ERROR(be.linear(h, L.gate_up, gate_up, /*accumulate=*/false));
+    FDPP_RETURN_IF_ERROR(be.linear(h, L.gate_up, gate_up, {}));
     FDPP_RETURN_IF_ERROR(be.silu_mul(gate_up, act));
-    FDPP_RETURN_IF_ERROR(be.linear(act, L.down, x, /*accumulate=*/true));  // x += mlp(x)
+    FDPP_RETURN_IF_ERROR(be.linear(act, L.down, x, {.accumulate = true}));  // x += mlp(x)
   }
 
   // Only the rows whose logits are wanted go through the final norm and the LM head:
@@ -81,7 +81,7 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   const int first = (prefill && !pass.all_logits) ? T - 1 : 0;
   const int rows = T - first;
   FDPP_RETURN_IF_ERROR(be.rmsnorm(x.rows(first, T), weights_.final_norm, eps, h.rows(0, rows)));
-  FDPP_RETURN_IF_ERROR(be.linear(h.rows(0, rows), weights_.lm_head, logits_.rows(0, rows), false));
+  FDPP_RETURN_IF_ERROR(be.linear(h.rows(0, rows), weights_.lm_head, logits_.rows(0, rows), {}));
   return be.argmax(logits_.rows(0, rows), next_ids_.rows(0, rows));
 }
 

@@ -285,7 +285,7 @@ TEST_F(CpuOps, LinearMatchesDouble) {
                 MKN{3, 72, 11008}, MKN{8, 4104, 4104}, MKN{97, 65, 63}, MKN{2, 1, 5}}) {
     Host x = rand_f32({s.m, s.k}, ++seed), w = rand_f32({s.n, s.k}, ++seed);
     Host y = nan_f32({s.m, s.n});
-    ASSERT_TRUE(be->linear(x.t, w.t, y.t, false).ok());
+    ASSERT_TRUE(be->linear(x.t, w.t, y.t, {}).ok());
     const std::string at =
         std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
     ASSERT_TRUE(rows_close("linear", y.f(), ref_linear(x.f(), w.f(), nullptr, s.m, s.k, s.n), s.n))
@@ -293,7 +293,7 @@ TEST_F(CpuOps, LinearMatchesDouble) {
     // accumulate: y += x·wᵀ on top of a random residual (10x larger, as a residual stream is).
     Host y0 = rand_f32({s.m, s.n}, ++seed, -10, 10);
     Host acc = rand_f32({s.m, s.n}, seed, -10, 10);
-    ASSERT_TRUE(be->linear(x.t, w.t, acc.t, true).ok());
+    ASSERT_TRUE(be->linear(x.t, w.t, acc.t, {.accumulate = true}).ok());
     ASSERT_TRUE(
         rows_close("linear+acc", acc.f(), ref_linear(x.f(), w.f(), y0.f(), s.m, s.k, s.n), s.n))
         << at;
@@ -303,8 +303,8 @@ TEST_F(CpuOps, LinearMatchesDouble) {
 TEST_F(CpuOps, LinearAccumulateAddsTwice) {
   Host x = rand_f32({3, 65}, 1), w = rand_f32({7, 65}, 2), y = make(DType::kF32, {3, 7});
   std::fill_n(y.f(), 21, 0.5f);
-  ASSERT_TRUE(be->linear(x.t, w.t, y.t, true).ok());
-  ASSERT_TRUE(be->linear(x.t, w.t, y.t, true).ok());
+  ASSERT_TRUE(be->linear(x.t, w.t, y.t, {.accumulate = true}).ok());
+  ASSERT_TRUE(be->linear(x.t, w.t, y.t, {.accumulate = true}).ok());
   auto ref = ref_linear(x.f(), w.f(), nullptr, 3, 65, 7);
   for (double& r : ref) r = 0.5 + 2 * r;
   EXPECT_TRUE(rows_close("linear+acc", y.f(), ref, 7));
@@ -312,7 +312,7 @@ TEST_F(CpuOps, LinearAccumulateAddsTwice) {
 
 TEST_F(CpuOps, LinearEmptyK) {  // a sum over nothing is 0; accumulate leaves y
   Host x = make(DType::kF32, {2, 0}), w = make(DType::kF32, {3, 0}), y = nan_f32({2, 3});
-  ASSERT_TRUE(be->linear(x.t, w.t, y.t, false).ok());
+  ASSERT_TRUE(be->linear(x.t, w.t, y.t, {}).ok());
   for (int i = 0; i < 6; ++i) EXPECT_EQ(y.f()[i], 0.0f);
 }
 
@@ -320,17 +320,17 @@ TEST_F(CpuOps, LinearErrors) {
   Host x = rand_f32({3, 8}, 1), w = rand_f32({5, 8}, 2), y = nan_f32({3, 5});
   Host w9 = rand_f32({5, 9}, 3), y6 = nan_f32({3, 6}), y1 = nan_f32({15});
   const char* op = "linear";
-  EXPECT_TRUE(has_code(be->linear(x.t, w9.t, y.t, false), StatusCode::kInvalidArgument, op));
-  EXPECT_TRUE(has_code(be->linear(x.t, w.t, y6.t, false), StatusCode::kInvalidArgument, op));
-  EXPECT_TRUE(has_code(be->linear(x.t, w.t, y1.t, false), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(x.t, w9.t, y.t, {}), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(x.t, w.t, y6.t, {}), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(x.t, w.t, y1.t, {}), StatusCode::kInvalidArgument, op));
   const Tensor wh(w.t.data, DType::kBF16, Device::kCPU, w.t.shape);
-  EXPECT_TRUE(has_code(be->linear(x.t, wh, y.t, false), StatusCode::kUnsupported, op));
+  EXPECT_TRUE(has_code(be->linear(x.t, wh, y.t, {}), StatusCode::kUnsupported, op));
   const Tensor xd(x.t.data, DType::kF32, Device::kCUDA, x.t.shape);
-  EXPECT_TRUE(has_code(be->linear(xd, w.t, y.t, false), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(xd, w.t, y.t, {}), StatusCode::kInvalidArgument, op));
   const Tensor xnull(nullptr, DType::kF32, Device::kCPU, x.t.shape);
-  EXPECT_TRUE(has_code(be->linear(xnull, w.t, y.t, false), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(xnull, w.t, y.t, {}), StatusCode::kInvalidArgument, op));
   Host sq = rand_f32({3, 3}, 4), wsq = rand_f32({3, 3}, 5);
-  EXPECT_TRUE(has_code(be->linear(sq.t, wsq.t, sq.t, true), StatusCode::kInvalidArgument, op));
+  EXPECT_TRUE(has_code(be->linear(sq.t, wsq.t, sq.t, {.accumulate = true}), StatusCode::kInvalidArgument, op));
   EXPECT_TRUE(all_nan(y.f(), 15));
 }
 

@@ -277,7 +277,7 @@ TEST_P(CudaOps, Linear) {
         std::vector<float> ref = y0;
         FDPP_GPU_ASSERT_OK(cpu_->linear(test::host_view(x, {M, s.K}),
                                         test::host_view(w, {s.N, s.K}),
-                                        test::host_view(ref, {M, s.N}), accumulate));
+                                        test::host_view(ref, {M, s.N}), {.accumulate = accumulate}));
         const auto plain = plain_linear(x, w, y0, M, s.N, s.K, accumulate, dt());
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_x, test::upload(*gpu_, x, dt(), {M, s.K}));
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_w, test::upload(*gpu_, w, dt(), {s.N, s.K}));
@@ -285,7 +285,7 @@ TEST_P(CudaOps, Linear) {
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_y,
                                       accumulate ? test::upload(*gpu_, y0, dt(), {M, s.N})
                                                  : test::alloc_poisoned(*gpu_, dt(), {M, s.N}));
-        FDPP_GPU_ASSERT_OK(gpu_->linear(d_x.t, d_w.t, d_y.t, accumulate));
+        FDPP_GPU_ASSERT_OK(gpu_->linear(d_x.t, d_w.t, d_y.t, {.accumulate = accumulate}));
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto y, test::download(*gpu_, d_y.t));
         EXPECT_TRUE(test::close_by_flash_rule(y, ref, plain, dt(), "linear"));
       }

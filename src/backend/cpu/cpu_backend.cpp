@@ -37,8 +37,9 @@ Status CpuBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& o
 Status CpuBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   return cpu::rmsnorm(x, weight, eps, out);
 }
-Status CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
-  return cpu::linear(x, w, y, accumulate);
+Status CpuBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
+                          const LinearEpilogue& ep) {
+  return cpu::linear(x, w, y, ep);
 }
 Status CpuBackend::rope_and_append_kv(const RopeAppendArgs& args) {
   return cpu::rope_and_append_kv(args);

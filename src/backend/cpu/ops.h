@@ -21,7 +21,7 @@ Status embed(const Tensor& ids /* i32 (T) */, const Tensor& table /* (V, H) */,
 Status rmsnorm(const Tensor& x /* (T, H) */, const Tensor& weight /* (H) */, float eps,
                const Tensor& out /* (T, H) */);
 Status linear(const Tensor& x /* (M, K) */, const Tensor& w /* (N, K) */,
-              const Tensor& y /* (M, N) */, bool accumulate);
+              const Tensor& y /* (M, N) */, const LinearEpilogue& ep);
 Status rope_and_append_kv(const RopeAppendArgs& args);
 Status attention_decode(const AttentionDecodeArgs& args);
 Status attention_prefill(const AttentionPrefillArgs& args);

@@ -336,7 +336,8 @@ Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, co
   return run_rmsnorm(p, dtype_, stream_);
 }
 
-Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) {
+Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
+                           const LinearEpilogue& ep) {
   constexpr const char* op = "linear";
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_RETURN_IF_ERROR(check_rank(op, "x", x, 2));
@@ -347,6 +348,7 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bo
   FDPP_RETURN_IF_ERROR(check_tensor(op, "y", y, dtype_, Shape{M, N}));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
+  if (!ep.bias.empty()) return Unsupported("linear: bias epilogue not implemented on CUDA yet");
   LinearParams p;
   p.x = x.data;
   p.w = w.data;
@@ -355,7 +357,7 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y, bo
   p.n = N;
   p.k = K;
   p.dtype = dtype_;
-  p.accumulate = accumulate;
+  p.accumulate = ep.accumulate;
   return gemm_->run(p, stream_);
 }
 

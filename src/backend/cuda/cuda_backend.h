@@ -69,7 +69,8 @@ class CudaBackend final : public Backend {
   // ---- ops (backend/backend.h) ------------------------------------------------
   Status embed(const Tensor& ids, const Tensor& table, const Tensor& out) override;
   Status rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
-  Status linear(const Tensor& x, const Tensor& w, const Tensor& y, bool accumulate) override;
+  Status linear(const Tensor& x, const Tensor& w, const Tensor& y,
+                const LinearEpilogue& ep) override;
   Status rope_and_append_kv(const RopeAppendArgs& args) override;
   Status attention_decode(const AttentionDecodeArgs& args) override;
   Status attention_prefill(const AttentionPrefillArgs& args) override;
