@@ -4,9 +4,12 @@
 # result under $OUT (a summary.md plus results.tgz: the device returns few files).
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
-# Stages: build test models compare bench kernels baselines
+# Stages: build unpack test models compare bench kernels gemm attention calibrate tune ablation
+#   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
-#   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS (extra arguments), MODEL (random model, default llama-2-7b).
+#   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS
+#   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
+#   models, default "opt-6.7b chatglm2-6b llama-2-13b").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -54,6 +57,17 @@ for stage in "${stages[@]}"; do
         break
       fi
       ;;
+    unpack)
+      # Binaries built on the development machine (same nvcc 13.0, sm_90; the host code by
+      # g++ 12) and carried as prebuilt/gpu.tar.xz: a cold GPU machine then spends its time
+      # running, not compiling. scripts/pack_prebuilt.sh makes the archive.
+      mkdir -p "$BUILD" && tar -C "$BUILD" -xJf "$ROOT/prebuilt/gpu.tar.xz" &&
+        note "unpack: ok ($(stage_time $t0)); built from $(cat "$BUILD/PREBUILT_COMMIT" 2>/dev/null)" ||
+        { note "unpack: FAILED"; break; }
+      export LD_LIBRARY_PATH=$BUILD/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      "$FDPP" tokenize -m "$ROOT/models/stories260K" -p "Hello" >/dev/null 2>"$WORK/unpack.err" ||
+        { note "unpack: fdpp cannot tokenize with stories260K"; cat "$WORK/unpack.err" >>"$summary"; break; }
+      ;;
     test)
       # The gtest binaries run directly: ctest 4.x on the GPU machine failed to parse the
       # test lists gtest_discover_tests wrote (kept below for diagnosis).
@@ -98,6 +112,107 @@ for stage in "${stages[@]}"; do
         "$b" >"$WORK/$(basename "$b").md" 2>&1
         note "kernel bench $(basename "$b"): exit $?"
         cat "$WORK/$(basename "$b").md" >>"$summary"
+      done
+      ;;
+    gemm)
+      # GEMV / flat GEMM / cuBLASLt over M on the Llama-2 7B and 13B shapes (GEMM_ARGS: e.g.
+      # "--splits 1,2,3,4,6,8,12,16" to time every split-K for the tuner).
+      # shellcheck disable=SC2086
+      "$FDPP" bench-gemm --json-out "$WORK/gemm.json" ${GEMM_ARGS:-} >"$WORK/gemm.md" 2>"$WORK/gemm.err"
+      note "bench-gemm: exit $? ($(stage_time $t0))"
+      cat "$WORK/gemm.md" >>"$summary"
+      python3 scripts/plot_gemm.py "$WORK/gemm.json" "$WORK/gemm.png" >>"$summary" 2>&1
+      ;;
+    attention)
+      # Decode and prefill attention kernels, synchronized and unified, beside torch SDPA
+      # flash (FlashDecoding) and cuDNN in the same run (issue 4's tables).
+      # shellcheck disable=SC2086
+      "$FDPP" bench-attention -o json ${ATTN_ARGS:-} >"$WORK/attn_fdpp.json" 2>"$WORK/attn_fdpp.err"
+      note "bench-attention: exit $? ($(stage_time $t0))"
+      python3 scripts/attention_baselines.py --fdpp "$WORK/attn_fdpp.json" --out "$WORK/attn_torch.json" \
+        --md "$WORK/attn.md" >"$WORK/attn_baselines.log" 2>&1
+      note "attention baselines: exit $? ($(stage_time $t0))"
+      cat "$WORK/attn.md" >>"$summary" 2>/dev/null
+      tail -5 "$WORK/attn_baselines.log" >>"$summary"
+      ;;
+    calibrate)
+      # φ calibration and the fallback rate per layer of each φ source, on stories260K and
+      # the random-weight $MODEL (issue 4).
+      for m in "$ROOT/models/stories260K" "$MODELS_TMP/$MODEL"; do
+        [ -f "$m/config.json" ] || { note "calibrate: no $m"; continue; }
+        # Calibration runs text: the random Llama-2 models get the real Llama 2 tokenizer.
+        case $(basename "$m") in llama-2-*) [ -f "$m/tokenizer.model" ] ||
+          cp "$ROOT/models/tokenizers/llama2/tokenizer.model" "$m/" ;; esac
+        n=$(basename "$m")
+        "$FDPP" calibrate -m "$m" --out "$WORK/cal_$n.json" >"$WORK/calibrate_$n.md" 2>&1
+        note "calibrate $n: exit $? ($(stage_time $t0))"
+        cat "$WORK/calibrate_$n.md" >>"$summary"
+        for phi in calibrated follow; do
+          "$FDPP" generate -m "$m" --softmax unified --phi "$phi" --calibration "$WORK/cal_$n.json" \
+            -p "Once upon a time" -n 256 --ignore-eos --json >"$WORK/fallback_${n}_$phi.json" 2>"$WORK/fallback_${n}_$phi.err"
+          note "fallbacks $n φ=$phi: exit $?: $(tail -1 "$WORK/fallback_${n}_$phi.err")"
+          python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["softmax"]; print("per layer (prefill, decode):", [(l["prefill_fallbacks"], l["decode_fallbacks"]) for l in s["layers"]], "rows/layer", s["rows_per_layer"])' \
+            "$WORK/fallback_${n}_$phi.json" >>"$summary" 2>&1
+        done
+      done
+      ;;
+    tune)
+      # The dispatch table of $MODEL's shapes (issue 6): M1, M2, regret; the plots.
+      # shellcheck disable=SC2086
+      "$FDPP" tune -m "$MODELS_TMP/$MODEL" --cache-dir "$WORK/cache" --json-out "$WORK/tune_$MODEL.json" \
+        ${TUNE_ARGS:-} >"$WORK/tune_$MODEL.md" 2>"$WORK/tune_$MODEL.err"
+      note "tune $MODEL: exit $? ($(stage_time $t0))"
+      cat "$WORK/tune_$MODEL.md" >>"$summary"
+      tail -5 "$WORK/tune_$MODEL.err" >>"$summary"
+      mkdir -p "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}" && cp -r "$WORK/cache/." "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}/" 2>/dev/null
+      python3 scripts/plot_tune.py "$WORK/tune_$MODEL.json" "$WORK/plots" >>"$summary" 2>&1
+      ;;
+    ablation)
+      # {softmax sync, unified} x {gemm cublas, auto, gemv, flat} (issue 6), one bench per cell.
+      for sm in sync unified; do
+        for g in cublas auto gemv flat; do
+          # shellcheck disable=SC2086
+          "$FDPP" bench -m "$MODELS_TMP/$MODEL" --softmax "$sm" --gemm "$g" ${ABLATION_ARGS:--b 1,8 -p 1024 -n 64 -r 2} \
+            >"$WORK/ablation_${MODEL}_${sm}_$g.md" 2>"$WORK/ablation_${MODEL}_${sm}_$g.err"
+          note "ablation $MODEL softmax=$sm gemm=$g: exit $? ($(stage_time $t0))"
+          cat "$WORK/ablation_${MODEL}_${sm}_$g.md" >>"$summary"
+        done
+      done
+      ;;
+    family)
+      # Issue 7, one model at a time (the disk holds about two): random weights, logits against
+      # transformers (prompt lengths 1, 17, 500), fdpp bench, calibration, Hugging Face eager
+      # the same day; the model is deleted afterwards.
+      for fm in ${FAMILY_MODELS:-opt-6.7b chatglm2-6b llama-2-13b}; do
+        t1=$(date +%s)
+        dir=$MODELS_TMP/$fm
+        extra=(); ctx="128,1024,8192"; hfdir=$dir
+        case $fm in
+          chatglm2-6b) extra=(--chatglm-naming both); ctx="128,1024,8192,32768"; hfdir=$dir-glm ;;
+        esac
+        [ -f "$dir/config.json" ] ||
+          python3 scripts/make_random_model.py "$fm" "$dir" "${extra[@]}" >>"$WORK/models.log" 2>&1
+        case $fm in
+          llama-*) cp -n "$ROOT/models/tokenizers/llama2/tokenizer.model" "$dir/" ;;
+          opt-*) cp -n "$ROOT/models/tokenizers/gpt2/"{vocab.json,merges.txt} "$dir/" ;;
+          chatglm*) cp -n "$ROOT/models/tokenizers/chatglm2/"* "$dir/" ;;
+        esac
+        note "family $fm: model ready ($(stage_time $t1)); $(df -h /tmp | tail -1 | awk '{print $4}') free"
+        python3 scripts/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --lengths 1,17,500 \
+          --batch 1,3 --out "$WORK/compare_$fm.json" >"$WORK/compare_$fm.log" 2>&1
+        note "family $fm compare: exit $? ($(stage_time $t1))"
+        tail -12 "$WORK/compare_$fm.log" >>"$summary"
+        "$FDPP" bench -m "$dir" -b 1,8 -p "$ctx" -n 32 -r 1 >"$WORK/bench_$fm.md" 2>"$WORK/bench_$fm.err"
+        note "family $fm bench: exit $? ($(stage_time $t1))"
+        cat "$WORK/bench_$fm.md" >>"$summary"
+        "$FDPP" calibrate -m "$dir" --tokens 4096 --out "$WORK/cal_$fm.json" >"$WORK/calibrate_$fm.md" 2>&1
+        note "family $fm calibrate: exit $? ($(stage_time $t1))"
+        cat "$WORK/calibrate_$fm.md" >>"$summary"
+        python3 scripts/bench_baselines.py --model "$hfdir" --modes eager --batch 1,8 --prompt 1024 --gen 16 \
+          --reps 1 --time-limit 60 --out "$WORK/baselines_$fm.json" >"$WORK/baselines_$fm.log" 2>&1
+        note "family $fm HF eager: exit $? ($(stage_time $t1))"
+        tail -6 "$WORK/baselines_$fm.log" >>"$summary"
+        rm -rf "$dir" "$dir-glm"
       done
       ;;
     baselines)

@@ -2,8 +2,8 @@
 # Installs fdpp's build dependencies (Debian 12 / Ubuntu 24.04 system packages).
 # CUDA is optional: with nvcc at /usr/local/cuda (or on PATH) the CUDA backend builds too.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev nlohmann-json3-dev libcli11-dev
-      libfmt-dev libspdlog-dev libgtest-dev)
+pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev
+      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

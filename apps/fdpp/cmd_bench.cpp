@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <ctime>
 #include <numeric>
-#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "softmax_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 #include "model/model.h"
@@ -32,6 +32,10 @@ struct BenchOptions {
   int reps = 3;
   std::string device = "auto";
   std::string dtype;
+  std::string gemm = "auto";
+  std::string gemm_table;
+  bool autotune = false;
+  SoftmaxCliOptions softmax;
   std::string output = "md";
   bool no_graphs = false;
 };
@@ -54,6 +58,7 @@ struct Row {
   Stat prefill_ms, decode_ms_per_step;
   double prefill_tps = 0, decode_tps = 0;
   double step_bytes = 0, gbs = 0, roofline_pct = 0, roofline_tps = 0;
+  SoftmaxStats softmax;  // the timed repetitions' unified-softmax fallbacks
 };
 
 int run_bench(const BenchOptions& o) {
@@ -73,8 +78,12 @@ int run_bench(const BenchOptions& o) {
   eo.model_dir = o.model;
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
+  eo.gemm = o.gemm;
+  eo.gemm_table = o.gemm_table;
+  eo.autotune = o.autotune;
+  apply_softmax_options(o.softmax, &eo);
   eo.max_batch = max_b;
-  eo.context = max_p + o.n_gen;
+  eo.context = max_p + o.n_gen + 8;  // + the untimed warm-up steps of benchmark_decode
   eo.prefill_chunk = max_p;  // whole prompts in one forward: time to first token as a server would see it
   eo.cuda_graphs = !o.no_graphs;
 
@@ -115,27 +124,21 @@ int run_bench(const BenchOptions& o) {
   const double weight_bytes = w.plan.total_bytes - (c.tie_word_embeddings ? 0.0 : embed_bytes);
   const double kv_bytes_per_pos = 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * elem;
 
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int> token(3, c.vocab_size - 1);
   std::vector<Row> rows;
   for (int p : *ps) {
     for (int b : *bs) {
-      std::vector<GenerationRequest> reqs(b);
-      for (auto& r : reqs) {
-        r.prompt_ids.resize(p);
-        for (int& id : r.prompt_ids) id = token(rng);
-        r.sampling.temperature = 0;
-        r.sampling.max_new_tokens = o.n_gen;
-        r.sampling.ignore_eos = true;
-      }
       std::vector<double> prefill, step;
-      for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up and captures the graphs
-        GenerationTiming t;
-        auto res = engine.generate(reqs, nullptr, &t);
-        if (!res.ok()) return fail(res.status());
-        if (rep < 0) continue;
-        prefill.push_back(t.prefill_ms);
-        step.push_back(t.decode_ms / std::max<int64_t>(t.decode_steps, 1));
+      for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up (cuBLASLt plans, graphs)
+        auto pre = engine.benchmark_prefill(b, p, 1000 + rep);
+        if (!pre.ok()) return fail(pre.status());
+        auto dec = engine.benchmark_decode(b, p, o.n_gen, 2000 + rep);
+        if (!dec.ok()) return fail(dec.status());
+        if (rep < 0) {
+          if (Status st = engine.reset_softmax_stats(); !st.ok()) return fail(st);
+          continue;
+        }
+        prefill.push_back(*pre);
+        step.push_back(std::accumulate(dec->begin(), dec->end(), 0.0) / dec->size());
       }
       Row r;
       r.b = b;
@@ -145,14 +148,17 @@ int run_bench(const BenchOptions& o) {
       r.decode_ms_per_step = stat(step);
       r.prefill_tps = b * p / (r.prefill_ms.mean * 1e-3);
       r.decode_tps = b / (r.decode_ms_per_step.mean * 1e-3);
-      // Decode steps see lengths p+1 .. p+n-1: on average p + n/2 cached positions per sequence.
-      r.step_bytes = weight_bytes + b * kv_bytes_per_pos * (p + o.n_gen / 2.0);
+      // Timed decode steps see lengths p+3 .. p+n+2: on average p + n/2 + 2 cached positions.
+      r.step_bytes = weight_bytes + b * kv_bytes_per_pos * (p + o.n_gen / 2.0 + 2);
       r.gbs = r.step_bytes / (r.decode_ms_per_step.mean * 1e-3) / 1e9;
       if (read_gbs > 0) {
         const double floor_ms = r.step_bytes / (read_gbs * 1e9) * 1e3;
         r.roofline_pct = 100.0 * floor_ms / r.decode_ms_per_step.mean;
         r.roofline_tps = b / (floor_ms * 1e-3);
       }
+      auto sm = engine.softmax_stats();
+      if (!sm.ok()) return fail(sm.status());
+      r.softmax = *sm;
       rows.push_back(r);
       std::fprintf(stderr, "bench: b %d p %d done\n", b, p);
     }
@@ -167,6 +173,10 @@ int run_bench(const BenchOptions& o) {
     meta["dtype"] = dtype_name(w.plan.dtype);
     meta["device"] = eo.device;
     meta["cuda_graphs"] = !o.no_graphs;
+    meta["gemm"] = o.gemm;
+    meta["gemm_table"] = engine.gemm_table_source();
+    meta["softmax"] = o.softmax.softmax;
+    meta["phi"] = o.softmax.phi;
     meta["weight_bytes_per_step"] = weight_bytes;
     nlohmann::json jr = nlohmann::json::array();
     for (const Row& r : rows)
@@ -177,12 +187,15 @@ int run_bench(const BenchOptions& o) {
                     {"decode_ms_per_step_std", r.decode_ms_per_step.std},
                     {"decode_tokens_per_s", r.decode_tps}, {"step_bytes", r.step_bytes},
                     {"achieved_gbs", r.gbs}, {"roofline_pct", r.roofline_pct},
-                    {"roofline_tokens_per_s", r.roofline_tps}});
+                    {"roofline_tokens_per_s", r.roofline_tps},
+                    {"softmax", softmax_json(r.softmax)}});
     meta["results"] = jr;
     std::puts(meta.dump(1).c_str());
     return 0;
   }
-  fmt::print("fdpp bench | {} | {} {} | {} | {}\n", o.model, c.model_type, dtype_name(w.plan.dtype), gpu, date);
+  fmt::print("fdpp bench | {} | {} {} | {} | {} | --gemm {}\n", o.model, c.model_type,
+             dtype_name(w.plan.dtype), gpu, date, o.gemm);
+  fmt::print("GEMM table: {}\n", engine.gemm_table_source());
   if (read_gbs > 0) fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", read_gbs);
   fmt::print("| b | p | n | prefill ms | prefill tok/s | decode ms/step | decode tok/s | GB/s | % roofline | roofline tok/s |\n");
   fmt::print("|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
@@ -192,6 +205,10 @@ int run_bench(const BenchOptions& o) {
                r.decode_ms_per_step.std, r.decode_tps, r.gbs,
                read_gbs > 0 ? fmt::format("{:.1f}%", r.roofline_pct) : "-",
                read_gbs > 0 ? fmt::format("{:.0f}", r.roofline_tps) : "-");
+  if (!rows.empty() && (rows[0].softmax.prefill != "sync" || rows[0].softmax.decode != "sync")) {
+    fmt::print("\n");
+    for (const Row& r : rows) fmt::print("b {} p {}: {}\n", r.b, r.p, softmax_summary(r.softmax));
+  }
   return 0;
 }
 
@@ -207,9 +224,16 @@ void add_bench(CLI::App& app, int& exit_code) {
   sub->add_option("-r,--reps", o->reps, "timed repetitions (after one warm-up)")->capture_default_str();
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA");
+  sub->add_option("--gemm", o->gemm, "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
+      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))->capture_default_str();
+  sub->add_option("--gemm-table", o->gemm_table,
+                  "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in defaults)");
+  sub->add_flag("--autotune", o->autotune,
+                "tune the model's GEMM shapes at start when the table lacks them (a few seconds), and save");
   sub->add_option("-o,--output", o->output, "md or json")->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
   sub->add_flag("--no-graphs", o->no_graphs, "decode eagerly instead of replaying CUDA graphs");
+  add_softmax_options(sub, o->softmax);
   sub->callback([o, &exit_code] { exit_code = run_bench(*o); });
 }
 

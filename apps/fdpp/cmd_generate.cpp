@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "softmax_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -26,6 +27,10 @@ struct GenerateOptions {
   int parallel = 1;
   std::string device = "auto";
   std::string dtype;
+  std::string gemm = "auto";
+  std::string gemm_table;
+  bool autotune = false;
+  SoftmaxCliOptions softmax;
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool no_bos = false;
@@ -42,6 +47,10 @@ int run_generate(const GenerateOptions& o) {
   eo.model_dir = o.model;
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
+  eo.gemm = o.gemm;
+  eo.gemm_table = o.gemm_table;
+  eo.autotune = o.autotune;
+  apply_softmax_options(o.softmax, &eo);
   eo.context = o.ctx;
   eo.max_batch = o.parallel;
   eo.cuda_graphs = !o.no_graphs;
@@ -111,6 +120,7 @@ int run_generate(const GenerateOptions& o) {
     } else {
       j["results"] = outs;
     }
+    if (auto sm = engine.softmax_stats(); sm.ok()) j["softmax"] = softmax_json(*sm);
     j["timing"] = {{"prompt_tokens", timing.prompt_tokens},     {"prefill_ms", timing.prefill_ms},
                    {"prefill_tokens_per_s", prefill_tps},       {"decode_steps", timing.decode_steps},
                    {"decode_ms", timing.decode_ms},             {"decode_tokens_per_s", decode_tps},
@@ -136,6 +146,8 @@ int run_generate(const GenerateOptions& o) {
   std::fprintf(stderr, "prompt: %lld tokens in %.1f ms (%.1f tokens/s) | generation: %lld steps in %.1f ms (%.1f tokens/s)\n",
                static_cast<long long>(timing.prompt_tokens), timing.prefill_ms, prefill_tps,
                static_cast<long long>(timing.decode_steps), timing.decode_ms, decode_tps);
+  if (auto sm = engine.softmax_stats(); sm.ok() && (sm->prefill != "sync" || sm->decode != "sync"))
+    std::fprintf(stderr, "%s\n", softmax_summary(*sm).c_str());
   return 0;
 }
 
@@ -160,6 +172,13 @@ void add_generate(CLI::App& app, int& exit_code) {
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA (default: the checkpoint's; f32 runs as fp16)");
+  sub->add_option("--gemm", o->gemm, "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
+      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))->capture_default_str();
+  sub->add_option("--gemm-table", o->gemm_table,
+                  "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in defaults)");
+  sub->add_flag("--autotune", o->autotune,
+                "tune the model's GEMM shapes at start when the table lacks them (a few seconds), and save");
+  add_softmax_options(sub, o->softmax);
   sub->add_option("--stop", o->stop, "stop before this string (repeatable)");
   sub->add_flag("--ignore-eos", o->ignore_eos, "keep generating past the end-of-sequence token");
   sub->add_flag("--no-bos", o->no_bos, "do not add the BOS token to a text prompt");

@@ -47,6 +47,7 @@ int run_info(const InfoOptions& o) {
     j["heads"] = c.num_heads;
     j["kv_heads"] = c.num_kv_heads;
     j["head_dim"] = c.head_dim;
+    j["rotary_dim"] = c.rotary_dim();
     j["vocab_size"] = c.vocab_size;
     j["max_position_embeddings"] = c.max_position_embeddings;
     j["parameters"] = plan16.num_params;
@@ -66,9 +67,17 @@ int run_info(const InfoOptions& o) {
   fmt::print("model          {}\n", o.model);
   fmt::print("architecture   {} (model_type {})\n", architecture_name(c.arch), c.model_type);
   fmt::print("layers         {}, hidden {}, intermediate {}\n", c.num_layers, c.hidden_size, c.intermediate_size);
-  fmt::print("attention      {} heads, {} KV heads (group {}), head_dim {}, rotary {} ({}), theta {}\n",
-             c.num_heads, c.num_kv_heads, c.num_heads / c.num_kv_heads, c.head_dim, c.rotary_dim(),
-             c.rope.type, c.rope.theta);
+  const std::string positions =
+      c.position == PositionKind::kLearned
+          ? std::string("learned positions")
+          : fmt::format("rotary {}{} ({}), theta {}", c.rotary_dim(),
+                        c.rope.interleaved ? " interleaved" : "", c.rope.type, c.rope.theta);
+  fmt::print("attention      {} heads, {} KV heads (group {}), head_dim {}, {}\n", c.num_heads,
+             c.num_kv_heads, c.num_heads / c.num_kv_heads, c.head_dim, positions);
+  fmt::print("blocks         {}-{}, {} MLP ({}), biases: qkv {} o {} mlp {}\n",
+             c.norm_before ? "pre" : "post", c.norm == NormKind::kLayer ? "LayerNorm" : "RMSNorm",
+             c.gated_mlp ? "gated" : "plain", c.hidden_act, c.attention_bias ? "yes" : "no",
+             c.o_bias ? "yes" : "no", c.mlp_bias ? "yes" : "no");
   fmt::print("vocab          {}, max positions {}, tied embeddings {}\n", c.vocab_size,
              c.max_position_embeddings, c.tie_word_embeddings ? "yes" : "no");
   fmt::print("parameters     {:.3f} B ({})\n", plan16.num_params / 1e9, plan16.num_params);
@@ -78,7 +87,7 @@ int run_info(const InfoOptions& o) {
              kv_bytes_per_token / 1024, gib(kv_bytes_per_token * ctx), ctx);
   fmt::print("GEMM shapes    y[M,N] = x[M,K] · W[N,K]ᵀ\n");
   for (const auto& s : shapes)
-    fmt::print("  {:<8} N {:>6}  K {:>6}  x{}\n", s.name, s.n, s.k, s.count);
+    fmt::print("  {:<11} N {:>6}  K {:>6}  x{}\n", s.name, s.n, s.k, s.count);
   return 0;
 }
 

@@ -1,5 +1,7 @@
 // fdpp tokenize: text -> ids, or --decode ids -> text. Needs only the tokenizer.
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -14,18 +16,43 @@ struct TokenizeOptions {
   std::string model;
   std::string text;
   std::string decode;
+  std::string input_jsonl;
   bool no_bos = false;
   bool pieces = false;
   bool json = false;
 };
 
+// --input-jsonl: one JSON string per line in, one {"ids", "pieces", "decoded"} per line out
+// (scripts/tokenizer_compare.py feeds hundreds of strings through one process this way).
+int run_batch(const Tokenizer& t, const TokenizeOptions& o) {
+  std::ifstream in(o.input_jsonl, std::ios::binary);
+  if (!in) return fail("cannot open " + o.input_jsonl);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_string()) return fail(o.input_jsonl + ":" + std::to_string(n) + " is not a JSON string");
+    auto ids = t.encode(j.get<std::string>(), !o.no_bos && t.add_bos_by_default());
+    if (!ids.ok()) return fail(ids.status().with_context(o.input_jsonl + ":" + std::to_string(n)));
+    nlohmann::json pieces = nlohmann::json::array();
+    for (int id : *ids) pieces.push_back(t.token_text(id));
+    // Invalid UTF-8 in a piece (a byte-level token's half character) is replaced, not thrown on.
+    std::puts(nlohmann::json{{"ids", *ids}, {"pieces", pieces}, {"decoded", t.decode(*ids)}}
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  .c_str());
+  }
+  return 0;
+}
+
 int run_tokenize(const TokenizeOptions& o) {
-  if (o.text.empty() == o.decode.empty()) return fail("give text (-p) or ids to decode (--decode), exactly one");
+  if ((!o.text.empty()) + (!o.decode.empty()) + (!o.input_jsonl.empty()) != 1)
+    return fail("give text (-p), ids to decode (--decode) or --input-jsonl, exactly one");
   auto cfg = load_model_config(o.model);
   if (!cfg.ok()) return fail(cfg.status());
   auto tok = load_tokenizer(o.model, *cfg);
   if (!tok.ok()) return fail(tok.status());
   const Tokenizer& t = **tok;
+  if (!o.input_jsonl.empty()) return run_batch(t, o);
 
   if (!o.decode.empty()) {
     auto ids = parse_id_list(o.decode);
@@ -62,6 +89,8 @@ void add_tokenize(CLI::App& app, int& exit_code) {
   sub->add_option("-m,--model", o->model, "model folder (its tokenizer files)")->required();
   sub->add_option("-p,--prompt", o->text, "text to encode");
   sub->add_option("--decode", o->decode, "ids to decode: 1,2,3");
+  sub->add_option("--input-jsonl", o->input_jsonl,
+                  "encode every line (a JSON string) of this file; prints JSON lines");
   sub->add_flag("--no-bos", o->no_bos, "do not add the BOS token");
   sub->add_flag("--pieces", o->pieces, "print one id and its piece per line");
   sub->add_flag("--json", o->json, "print JSON");

@@ -25,5 +25,9 @@ void add_tokenize(CLI::App& app, int& exit_code);
 void add_info(CLI::App& app, int& exit_code);
 void add_logits(CLI::App& app, int& exit_code);
 void add_bench(CLI::App& app, int& exit_code);
+void add_bench_gemm(CLI::App& app, int& exit_code);
+void add_calibrate(CLI::App& app, int& exit_code);
+void add_bench_attention(CLI::App& app, int& exit_code);
+void add_tune(CLI::App& app, int& exit_code);
 
 }  // namespace fdpp::cli

@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
   fdpp::cli::add_info(app, exit_code);
   fdpp::cli::add_logits(app, exit_code);
   fdpp::cli::add_bench(app, exit_code);
+  fdpp::cli::add_bench_gemm(app, exit_code);
+  fdpp::cli::add_calibrate(app, exit_code);
+  fdpp::cli::add_bench_attention(app, exit_code);
+  fdpp::cli::add_tune(app, exit_code);
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
   try {
     app.parse(argc, argv);

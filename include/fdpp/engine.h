@@ -29,6 +29,20 @@ struct EngineOptions {
   int max_batch = 1;           // sequences decoded together (KV-cache slots), 1..64
   int prefill_chunk = 0;       // prompt tokens per forward; 0: min(context, 2048)
   bool cuda_graphs = true;     // capture decode steps (ignored on the CPU)
+  std::string gemm = "auto";   // linear layers: "auto" | "gemv" | "flat" | "cublas" (CUDA)
+  // The GEMM dispatch table (`fdpp tune`) for gemm auto|flat: this file (an error if it is
+  // missing, malformed or from another GPU); empty: the cache's file for this GPU, else
+  // the built-in defaults.
+  std::filesystem::path gemm_table;
+  bool autotune = false;       // tune the model's GEMM shapes the table lacks at start, and save
+  // Attention softmax (design.md, Technique 1): "sync" (online softmax), "unified" (one φ per
+  // row, exact fallback), "auto" (unified decode with phi_source's φ; unified prefill when a
+  // calibration file is found, else sync). Results are exact either way.
+  std::string softmax = "sync";
+  // Unified decode's φ: "follow" (the previous step's row max), "calibrated" (the file's),
+  // "auto" (calibrated when a calibration file is found, else follow).
+  std::string phi = "auto";
+  std::filesystem::path calibration;  // φ file; empty: next to the model, then the cache dir
 };
 
 struct SamplingParams {
@@ -64,6 +78,21 @@ struct GenerationTiming {
   int64_t generated_tokens = 0;
 };
 
+// The unified softmax's record since the last reset (fdpp bench, generate --json).
+struct SoftmaxStats {
+  std::string prefill = "sync";  // the softmax each path runs: "sync" or "unified"
+  std::string decode = "sync";
+  std::string phi;               // unified decode's φ: "follow" or "calibrated"
+  std::string phi_source;        // where φ came from: "calibration FILE" or "default 0"
+  int64_t prefill_rows = 0;      // (token, head) rows per layer that ran the unified prefill
+  int64_t decode_rows = 0;       // (sequence, head) rows per layer that ran the unified decode
+  std::vector<int64_t> prefill_fallbacks;  // per layer: rows recomputed (exactly)
+  std::vector<int64_t> decode_fallbacks;
+  int64_t fallbacks() const;
+  // Fallbacks over unified rows, all layers and both paths together (0 without rows).
+  double fallback_rate() const;
+};
+
 // Called as each token is accepted: the sequence index in the request list, the
 // token id and the newly completed text (may be empty while a multi-byte
 // character or a possible stop string is held back).
@@ -84,6 +113,9 @@ class Engine {
   Backend& backend();
   Model& model();
   const EngineOptions& options() const;
+  // Which GEMM dispatch table the linear layers use: "file PATH", "built-in defaults (…)"
+  // or "none (why)".
+  const std::string& gemm_table_source() const;
 
   // Text -> ids with the tokenizer's BOS rule; an error without a tokenizer.
   Result<std::vector<int>> tokenize(std::string_view text) const;
@@ -92,6 +124,21 @@ class Engine {
   Result<std::vector<GenerationResult>> generate(const std::vector<GenerationRequest>& requests,
                                                  const TokenCallback& on_token,
                                                  GenerationTiming* timing = nullptr);
+
+  // ---- benchmarking (fdpp bench) ----------------------------------------------
+  // Milliseconds to prefill `batch` prompts of `prompt_len` random tokens, one
+  // sequence after another as generate() does, to their first tokens.
+  Result<double> benchmark_prefill(int batch, int prompt_len, uint64_t seed);
+  // Milliseconds of each of `steps` decode steps of `batch` sequences that start
+  // at length prompt_len + 1. One random prompt is prefilled once and its KV cache
+  // copied to every slot, so long contexts cost one prefill; the first two steps
+  // (eager warm-up and graph capture) are run but not returned.
+  Result<std::vector<double>> benchmark_decode(int batch, int prompt_len, int steps, uint64_t seed);
+
+  // ---- unified softmax (engine_softmax.cpp) --------------------------------------
+  // Reads the device's fallback counters (waits for the device).
+  Result<SoftmaxStats> softmax_stats();
+  Status reset_softmax_stats();
 
   // Logits (ids.size(), vocab) when the sequence is fed whole: row i predicts ids[i+1].
   Result<std::vector<float>> teacher_forced_logits(const std::vector<int>& ids);

@@ -23,6 +23,14 @@ Tensor layer_view(const Buffer& b, const KVCacheLayout& l, DType dtype, int laye
 
 }  // namespace
 
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return "relu";
+    case Activation::kGelu: return "gelu";
+  }
+  return "?";
+}
+
 Tensor KVCache::k_layer(int layer) const { return layer_view(k, layout, dtype, layer); }
 Tensor KVCache::v_layer(int layer) const { return layer_view(v, layout, dtype, layer); }
 

@@ -61,6 +61,25 @@ struct RopeAppendArgs {
   Tensor q_out;      // (T, n_heads, head_dim): rotated queries
 };
 
+// How attention normalises its softmax (design.md, Technique 1; backend/softmax_range.h).
+enum class SoftmaxMode : uint8_t {
+  kSynchronized,  // online softmax: running row max, accumulator rescaled when it moves
+  kUnified,       // one φ per row known up front: e^(s-φ) summed without rescaling; rows
+                  // whose max leaves φ's safe range are recomputed synchronized (exact)
+};
+
+// One layer's unified-softmax state. The CPU backend is the specification and ignores it
+// (its attention is exact); device backends read φ, keep the row maxes and count fallbacks.
+struct AttentionSoftmaxArgs {
+  SoftmaxMode mode = SoftmaxMode::kSynchronized;
+  Tensor phi;           // f32 (n_heads): φ of each query head, in units of s = scale·q·k
+  bool follow = false;  // decode: φ of (sequence, head) = row_max[slot, head] where finite
+  // f32 (n_slots, n_heads): the last max s of each (slot, head) row. Prefill writes its last
+  // query row's (either mode); unified decode writes every row's. Empty: not kept.
+  Tensor row_max;
+  Tensor fallbacks;     // i32 (1): +1 per row recomputed synchronized; empty: not counted
+};
+
 // One query token per sequence against that sequence's cached keys.
 struct AttentionDecodeArgs {
   Tensor q;          // (B, n_heads, head_dim)
@@ -71,6 +90,15 @@ struct AttentionDecodeArgs {
   int max_length = 0;  // upper bound of lengths, fixed per CUDA graph: sizes the KV split grid
   float scale = 1.0f;  // 1/sqrt(head_dim)
   Tensor out;        // (B, n_heads, head_dim)
+  AttentionSoftmaxArgs softmax;
+};
+
+// Optional side output of attention_prefill for `fdpp calibrate`: the distribution of the
+// scaled scores s = scale·q·k over the call's causal (query, key) pairs. Empty: none.
+struct ScoreStatsArgs {
+  Tensor histogram;  // i32 (kScoreBins): counts added per bin of s (backend/softmax_range.h)
+  Tensor minmax;     // f32 (2): min and max of s, lowered / raised in place
+  Tensor row_max;    // f32 (T, n_heads): max_j s of each query row, written
 };
 
 // T query tokens of one sequence, at positions start_pos..start_pos+T-1, against
@@ -83,6 +111,8 @@ struct AttentionPrefillArgs {
   int start_pos = 0;
   float scale = 1.0f;
   Tensor out;        // (T, n_heads, head_dim)
+  AttentionSoftmaxArgs softmax;  // as for decode (follow is decode-only)
+  ScoreStatsArgs stats;
 };
 
 // A recorded sequence of ops on a device stream, replayed as one launch (a CUDA
@@ -93,6 +123,10 @@ class StepGraph {
   virtual ~StepGraph() = default;
   virtual Status replay() = 0;
 };
+
+// Elementwise activations of a plain (ungated) MLP: OPT's ReLU, and exact (erf) GeLU.
+enum class Activation { kRelu, kGelu };
+const char* activation_name(Activation a);
 
 // What a GEMM does to its output besides y = x·wᵀ (fused, so no extra pass).
 struct LinearEpilogue {
@@ -117,6 +151,8 @@ class Backend {
   // Stream-ordered copy into host memory from alloc_host(), without waiting:
   // capturable into a graph; the data is there after synchronize().
   virtual Status copy_to_host_async(const Tensor& src, void* host) { return copy_to_host(src, host); }
+  // Copies src into dst, both on this backend, same byte size (stream-ordered).
+  virtual Status copy(const Tensor& src, const Tensor& dst) = 0;
   virtual Status synchronize() = 0;
   // Bytes that alloc() can still hand out; SIZE_MAX when the backend cannot tell.
   virtual size_t free_memory() const { return SIZE_MAX; }
@@ -150,6 +186,19 @@ class Backend {
   virtual Status attention_prefill(const AttentionPrefillArgs& args) = 0;
   // out[m, f] = silu(gate_up[m, f]) * gate_up[m, F + f]
   virtual Status silu_mul(const Tensor& gate_up /* (M, 2F) */, const Tensor& out /* (M, F) */) = 0;
+  // out[t, :] = (x[t, :] - mean) / sqrt(var + eps) * weight + bias, the biased variance
+  // of the row (torch.nn.LayerNorm). out may be x itself: a post-norm block (OPT-350m)
+  // normalises the residual stream in place.
+  virtual Status layernorm(const Tensor& x /* (T, H) */, const Tensor& weight /* (H) */,
+                           const Tensor& bias /* (H) */, float eps,
+                           const Tensor& out /* (T, H) */) = 0;
+  // out[t, :] += table[ids[t], :]: a learned position embedding added to the residual
+  // stream (ids are positions; same id checks as embed).
+  virtual Status embed_add(const Tensor& ids /* i32 (T) */, const Tensor& table /* (V, H) */,
+                           const Tensor& out /* (T, H) */) = 0;
+  // out = act(x) elementwise; out may be x itself.
+  virtual Status activation(const Tensor& x /* (M, N) */, const Tensor& out /* (M, N) */,
+                            Activation act) = 0;
   // ids[b] = argmax_v logits[b, v] (the lowest index among ties)
   virtual Status argmax(const Tensor& logits /* (B, V) */, const Tensor& ids /* i32 (B) */) = 0;
 };

@@ -301,6 +301,7 @@ Status parse_llama(const json& j, ModelConfig* cfg) {
                         read_bool_or(j, "tie_word_embeddings", "tie_word_embeddings", false));
   FDPP_ASSIGN_OR_RETURN(cfg->attention_bias,
                         read_bool_or(j, "attention_bias", "attention_bias", false));
+  cfg->o_bias = cfg->attention_bias;  // transformers' Llama: q, k, v and o alike
   FDPP_ASSIGN_OR_RETURN(cfg->mlp_bias, read_bool_or(j, "mlp_bias", "mlp_bias", false));
 
   FDPP_ASSIGN_OR_RETURN(std::string act, read_string_or(j, "hidden_act", "hidden_act", "silu"));
@@ -321,11 +322,150 @@ Status parse_llama(const json& j, ModelConfig* cfg) {
   return read_dtype(j, cfg);
 }
 
+// OPT (transformers OPTConfig): LayerNorm, learned positions, biases everywhere,
+// a plain ReLU MLP, tied LM head. Defaults are OPTConfig's.
+Status parse_opt(const json& j, ModelConfig* cfg) {
+  FDPP_ASSIGN_OR_RETURN(cfg->hidden_size, read_int(j, "hidden_size", "hidden_size"));
+  FDPP_ASSIGN_OR_RETURN(cfg->intermediate_size, read_int(j, "ffn_dim", "ffn_dim"));
+  FDPP_ASSIGN_OR_RETURN(cfg->num_layers, read_int(j, "num_hidden_layers", "num_hidden_layers"));
+  FDPP_ASSIGN_OR_RETURN(cfg->num_heads, read_int(j, "num_attention_heads", "num_attention_heads"));
+  FDPP_ASSIGN_OR_RETURN(cfg->vocab_size, read_int(j, "vocab_size", "vocab_size"));
+  FDPP_ASSIGN_OR_RETURN(cfg->max_position_embeddings,
+                        read_int_or(j, "max_position_embeddings", "max_position_embeddings",
+                                    2048));
+  for (const auto& [v, f] : {std::pair{cfg->hidden_size, "hidden_size"}, {cfg->intermediate_size,
+        "ffn_dim"}, {cfg->num_layers, "num_hidden_layers"}, {cfg->num_heads,
+        "num_attention_heads"}, {cfg->vocab_size, "vocab_size"}, {cfg->max_position_embeddings,
+        "max_position_embeddings"}})
+    FDPP_RETURN_IF_ERROR(require_positive(v, f));
+  if (cfg->hidden_size % cfg->num_heads != 0)
+    return InvalidArgument("field 'hidden_size' (" + std::to_string(cfg->hidden_size) +
+                           ") is not a multiple of num_attention_heads (" +
+                           std::to_string(cfg->num_heads) + ")");
+  cfg->num_kv_heads = cfg->num_heads;
+  cfg->head_dim = cfg->hidden_size / cfg->num_heads;
+  cfg->position = PositionKind::kLearned;
+  cfg->norm = NormKind::kLayer;
+  cfg->norm_eps = 1e-5f;  // nn.LayerNorm's default; OPTConfig has no field for it
+  cfg->gated_mlp = false;
+
+  FDPP_ASSIGN_OR_RETURN(cfg->norm_before, read_bool_or(j, "do_layer_norm_before",
+                                                       "do_layer_norm_before", true));
+  FDPP_ASSIGN_OR_RETURN(const bool remove_final, read_bool_or(j, "_remove_final_layer_norm",
+                                                              "_remove_final_layer_norm", false));
+  // OPTDecoder builds final_layer_norm only for pre-norm models.
+  cfg->final_norm = cfg->norm_before && !remove_final;
+  FDPP_ASSIGN_OR_RETURN(const bool affine, read_bool_or(j, "layer_norm_elementwise_affine",
+                                                        "layer_norm_elementwise_affine", true));
+  if (!affine)
+    return Unsupported("field 'layer_norm_elementwise_affine': LayerNorm without weight and bias "
+                       "is not supported");
+  FDPP_ASSIGN_OR_RETURN(const bool bias, read_bool_or(j, "enable_bias", "enable_bias", true));
+  cfg->attention_bias = cfg->o_bias = cfg->mlp_bias = bias;
+  FDPP_ASSIGN_OR_RETURN(cfg->embed_dim, read_int_or(j, "word_embed_proj_dim",
+                                                    "word_embed_proj_dim", cfg->hidden_size));
+  FDPP_RETURN_IF_ERROR(require_positive(cfg->embed_dim, "word_embed_proj_dim"));
+  // The embedding's output reuses a (tokens, hidden) activation buffer.
+  if (cfg->embed_dim > cfg->hidden_size)
+    return Unsupported("field 'word_embed_proj_dim' (" + std::to_string(cfg->embed_dim) +
+                       ") larger than hidden_size (" + std::to_string(cfg->hidden_size) +
+                       ") is not supported");
+  FDPP_ASSIGN_OR_RETURN(std::string act, read_string_or(j, "activation_function",
+                                                        "activation_function", "relu"));
+  if (act != "relu" && act != "gelu")
+    return Unsupported("field 'activation_function': activation '" + act +
+                       "' is not supported for opt (relu, gelu)");
+  cfg->hidden_act = act;
+  // PretrainedConfig's default, and every OPT checkpoint's: the LM head is the embedding.
+  FDPP_ASSIGN_OR_RETURN(cfg->tie_word_embeddings,
+                        read_bool_or(j, "tie_word_embeddings", "tie_word_embeddings", true));
+  return read_dtype(j, cfg);
+}
+
+// ChatGLM2/3 (THUDM's ChatGLMConfig): RMSNorm, multi-query attention with
+// multi_query_group_num KV heads of kv_channels dims, rotary on the first half of
+// each head in interleaved pairs, SwiGLU with a fused dense_h_to_4h.
+Status parse_chatglm(const json& j, ModelConfig* cfg) {
+  // ChatGLM-6B (v1) shares the model_type but is another network (2D positions, GeLU).
+  FDPP_ASSIGN_OR_RETURN(const bool pos2d, read_bool_or(j, "position_encoding_2d",
+                                                       "position_encoding_2d", false));
+  if (pos2d || !find(j, "kv_channels"))
+    return Unsupported("this chatglm config is ChatGLM-6B (v1: 2D positions, no kv_channels); "
+                       "fdpp supports ChatGLM2/3");
+  FDPP_ASSIGN_OR_RETURN(cfg->hidden_size, read_int(j, "hidden_size", "hidden_size"));
+  FDPP_ASSIGN_OR_RETURN(cfg->intermediate_size, read_int(j, "ffn_hidden_size", "ffn_hidden_size"));
+  FDPP_ASSIGN_OR_RETURN(cfg->num_layers, read_int(j, "num_layers", "num_layers"));
+  FDPP_ASSIGN_OR_RETURN(cfg->num_heads, read_int(j, "num_attention_heads", "num_attention_heads"));
+  FDPP_ASSIGN_OR_RETURN(cfg->head_dim, read_int(j, "kv_channels", "kv_channels"));
+  {
+    const char* key = find(j, "padded_vocab_size") ? "padded_vocab_size" : "vocab_size";
+    FDPP_ASSIGN_OR_RETURN(cfg->vocab_size, read_int(j, key, key));
+    FDPP_RETURN_IF_ERROR(require_positive(cfg->vocab_size, key));
+  }
+  FDPP_ASSIGN_OR_RETURN(cfg->max_position_embeddings,
+                        read_int_or(j, "seq_length", "seq_length", 2048));
+  for (const auto& [v, f] : {std::pair{cfg->hidden_size, "hidden_size"}, {cfg->intermediate_size,
+        "ffn_hidden_size"}, {cfg->num_layers, "num_layers"}, {cfg->num_heads,
+        "num_attention_heads"}, {cfg->head_dim, "kv_channels"}, {cfg->max_position_embeddings,
+        "seq_length"}})
+    FDPP_RETURN_IF_ERROR(require_positive(v, f));
+  FDPP_ASSIGN_OR_RETURN(const bool mqa, read_bool_or(j, "multi_query_attention",
+                                                     "multi_query_attention", false));
+  cfg->num_kv_heads = cfg->num_heads;
+  if (mqa) {
+    FDPP_ASSIGN_OR_RETURN(cfg->num_kv_heads, read_int(j, "multi_query_group_num",
+                                                      "multi_query_group_num"));
+    FDPP_RETURN_IF_ERROR(require_positive(cfg->num_kv_heads, "multi_query_group_num"));
+    if (cfg->num_heads % cfg->num_kv_heads != 0)
+      return InvalidArgument("field 'multi_query_group_num' (" +
+                             std::to_string(cfg->num_kv_heads) +
+                             ") must divide num_attention_heads (" +
+                             std::to_string(cfg->num_heads) + ")");
+  }
+  // RotaryEmbedding(kv_channels // 2) over adjacent pairs: the first half of each head turns.
+  if (cfg->head_dim % 4 != 0)
+    return InvalidArgument("field 'kv_channels' must be a multiple of 4 (half of it is rotated "
+                           "in pairs), got " + std::to_string(cfg->head_dim));
+  cfg->rope.partial_rotary_factor = 0.5f;
+  cfg->rope.interleaved = true;
+  // ChatGLM's base is 10000 · rope_ratio (ChatGLM3-6B-32K: 50; absent in ChatGLM2-6B).
+  FDPP_ASSIGN_OR_RETURN(const double ratio, read_number_or(j, "rope_ratio", "rope_ratio", 1.0));
+  if (!(ratio > 0)) return InvalidArgument("field 'rope_ratio' must be positive");
+  cfg->rope.theta = static_cast<float>(10000.0 * ratio);
+
+  FDPP_ASSIGN_OR_RETURN(const bool rms, read_bool_or(j, "rmsnorm", "rmsnorm", true));
+  if (!rms) return Unsupported("field 'rmsnorm': ChatGLM with LayerNorm is not supported");
+  FDPP_ASSIGN_OR_RETURN(const bool post_ln_residual,
+                        read_bool_or(j, "apply_residual_connection_post_layernorm",
+                                     "apply_residual_connection_post_layernorm", false));
+  if (post_ln_residual)
+    return Unsupported("field 'apply_residual_connection_post_layernorm': true is not supported");
+  FDPP_ASSIGN_OR_RETURN(cfg->final_norm, read_bool_or(j, "post_layer_norm", "post_layer_norm",
+                                                      true));
+  FDPP_ASSIGN_OR_RETURN(double eps, read_number_or(j, "layernorm_epsilon", "layernorm_epsilon",
+                                                   1e-5));
+  if (!(eps > 0)) return InvalidArgument("field 'layernorm_epsilon' must be positive");
+  cfg->norm_eps = static_cast<float>(eps);
+  // query_key_value has a bias when either flag says so; dense and the MLP only with
+  // add_bias_linear.
+  FDPP_ASSIGN_OR_RETURN(const bool linear_bias, read_bool_or(j, "add_bias_linear",
+                                                             "add_bias_linear", false));
+  FDPP_ASSIGN_OR_RETURN(const bool qkv_bias, read_bool_or(j, "add_qkv_bias", "add_qkv_bias",
+                                                          false));
+  cfg->attention_bias = linear_bias || qkv_bias;
+  cfg->o_bias = cfg->mlp_bias = linear_bias;
+  FDPP_ASSIGN_OR_RETURN(cfg->tie_word_embeddings,
+                        read_bool_or(j, "tie_word_embeddings", "tie_word_embeddings", false));
+  return read_dtype(j, cfg);
+}
+
 }  // namespace
 
 const char* architecture_name(Architecture a) {
   switch (a) {
     case Architecture::kLlama: return "llama";
+    case Architecture::kOpt: return "opt";
+    case Architecture::kChatGlm: return "chatglm";
   }
   return "?";
 }
@@ -345,9 +485,15 @@ Result<ModelConfig> parse_model_config(const std::string& config_json,
   if (cfg.model_type == "llama") {
     cfg.arch = Architecture::kLlama;
     FDPP_RETURN_IF_ERROR(parse_llama(j, &cfg));
+  } else if (cfg.model_type == "opt") {
+    cfg.arch = Architecture::kOpt;
+    FDPP_RETURN_IF_ERROR(parse_opt(j, &cfg));
+  } else if (cfg.model_type == "chatglm") {
+    cfg.arch = Architecture::kChatGlm;
+    FDPP_RETURN_IF_ERROR(parse_chatglm(j, &cfg));
   } else {
     return Unsupported("model_type '" + cfg.model_type +
-                       "' is not supported (fdpp supports: llama)");
+                       "' is not supported (fdpp supports: llama, opt, chatglm)");
   }
 
   FDPP_RETURN_IF_ERROR(read_special_tokens(j, "", &cfg));

@@ -13,8 +13,13 @@
 
 namespace fdpp {
 
-enum class Architecture { kLlama };
+enum class Architecture { kLlama, kOpt, kChatGlm };
 const char* architecture_name(Architecture a);
+
+enum class NormKind { kRms, kLayer };  // RMSNorm (weight) or LayerNorm (weight + bias)
+// Where a token's position enters: rotated into q and k (RoPE), or a learned
+// table added to the embedding (OPT; rotary_dim() is then 0).
+enum class PositionKind { kRotary, kLearned };
 
 struct RopeConfig {
   std::string type = "default";  // "default", "linear", "dynamic" is refused, "llama3"
@@ -42,15 +47,31 @@ struct ModelConfig {
   float norm_eps = 1e-6f;
   RopeConfig rope;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;
-  bool mlp_bias = false;
-  std::string hidden_act = "silu";
+  bool attention_bias = false;  // q, k, v carry a bias (Llama attention_bias, OPT, ChatGLM2)
+  bool o_bias = false;          // the attention output projection carries one
+  bool mlp_bias = false;        // the MLP's projections carry one
+  std::string hidden_act = "silu";  // "silu" (gated: silu(gate) * up), "relu" / "gelu" (OPT)
+  bool gated_mlp = true;        // gate|up → silu·mul → down; false: up → act → down (OPT)
+
+  NormKind norm = NormKind::kRms;
+  bool norm_before = true;  // pre-norm blocks; false: norm after each residual add (OPT-350m)
+  bool final_norm = true;   // a norm between the last block and the LM head
+  PositionKind position = PositionKind::kRotary;
+  // OPT's word_embed_proj_dim: the width of the token embedding and the LM head's input
+  // when project_in / project_out map it to and from hidden_size; 0: hidden_size.
+  int embed_dim = 0;
   std::optional<DType> torch_dtype;  // the checkpoint's declared dtype, if any
 
   int bos_token_id = -1;             // -1: none
   std::vector<int> eos_token_ids;    // generation_config.json wins over config.json
 
-  int rotary_dim() const { return static_cast<int>(head_dim * rope.partial_rotary_factor); }
+  int rotary_dim() const {
+    if (position != PositionKind::kRotary) return 0;
+    return static_cast<int>(head_dim * rope.partial_rotary_factor);
+  }
+  // The width of the token embedding table and of the LM head's rows.
+  int token_dim() const { return embed_dim > 0 ? embed_dim : hidden_size; }
+  bool has_projections() const { return token_dim() != hidden_size; }  // OPT project_in / out
   int qkv_dim() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
 };
 

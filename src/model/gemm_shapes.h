@@ -1,5 +1,6 @@
 // The distinct linear-layer shapes [N, K] of a model (y[M,N] = x[M,K]·W[N,K]ᵀ):
-// per Llama layer only QKV, O, gate|up and down, plus the LM head. The flat-GEMM
+// per layer only QKV, O and the two MLP projections (gate|up and down; OPT's fc1
+// and fc2), plus the LM head and OPT's project_in / project_out. The flat-GEMM
 // tuning and the dispatch table are keyed by these.
 #pragma once
 
@@ -12,21 +13,32 @@
 namespace fdpp {
 
 struct GemmShape {
-  std::string name;  // "qkv", "o", "gate_up", "down", "lm_head"
+  std::string name;  // "qkv", "o", "gate_up" | "fc1", "down" | "fc2", "lm_head", ...
   int64_t n = 0;
   int64_t k = 0;
   int count = 0;  // how many weights of this shape one forward multiplies by
 };
 
 inline std::vector<GemmShape> gemm_shapes(const ModelConfig& c) {
-  const int64_t H = c.hidden_size, F = c.intermediate_size;
-  return {
-      {"qkv", c.qkv_dim(), H, c.num_layers},
-      {"o", H, static_cast<int64_t>(c.num_heads) * c.head_dim, c.num_layers},
-      {"gate_up", 2 * F, H, c.num_layers},
-      {"down", H, F, c.num_layers},
-      {"lm_head", c.vocab_size, H, 1},
+  const int64_t H = c.hidden_size, F = c.intermediate_size, E = c.token_dim();
+  const int L = c.num_layers;
+  std::vector<GemmShape> s = {
+      {"qkv", c.qkv_dim(), H, L},
+      {"o", H, static_cast<int64_t>(c.num_heads) * c.head_dim, L},
   };
+  if (c.gated_mlp) {
+    s.push_back({"gate_up", 2 * F, H, L});
+    s.push_back({"down", H, F, L});
+  } else {
+    s.push_back({"fc1", F, H, L});
+    s.push_back({"fc2", H, F, L});
+  }
+  s.push_back({"lm_head", c.vocab_size, E, 1});
+  if (c.has_projections()) {
+    s.push_back({"project_in", H, E, 1});
+    s.push_back({"project_out", E, H, 1});
+  }
+  return s;
 }
 
 }  // namespace fdpp

@@ -32,7 +32,7 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = weights_.layers[l];
     FDPP_RETURN_IF_ERROR(be.rmsnorm(x, L.attn_norm, eps, h));
-    FDPP_RETURN_IF_ERROR(be.linear(h, L.qkv, qkv, {}));
+    FDPP_RETURN_IF_ERROR(be.linear(h, L.qkv, qkv, {.bias = L.qkv_bias}));
 
     RopeAppendArgs rope;
     rope.qkv = qkv;
@@ -55,6 +55,10 @@ Status LlamaModel::forward(const ForwardPass& pass) {
       a.start_pos = pass.start_pos;
       a.scale = scale;
       a.out = attn;
+      a.softmax = softmax_.args(l, /*decode=*/false);
+      a.stats = softmax_.stats_args(l, T);
+      // Prefill never runs inside a graph: its rows are counted here (decode: by the engine).
+      if (l == 0) softmax_.count_rows(/*decode=*/false, int64_t{T} * cfg_.num_heads);
       FDPP_RETURN_IF_ERROR(be.attention_prefill(a));
     } else {
       AttentionDecodeArgs a;
@@ -66,14 +70,15 @@ Status LlamaModel::forward(const ForwardPass& pass) {
       a.max_length = pass.max_length;
       a.scale = scale;
       a.out = attn;
+      a.softmax = softmax_.args(l, /*decode=*/true);
       FDPP_RETURN_IF_ERROR(be.attention_decode(a));
     }
-    FDPP_RETURN_IF_ERROR(be.linear(attn_flat, L.o, x, {.accumulate = true}));  // x += attn · Woᵀ
+    FDPP_RETURN_IF_ERROR(be.linear(attn_flat, L.o, x, {.accumulate = true, .bias = L.o_bias}));
 
     FDPP_RETURN_IF_ERROR(be.rmsnorm(x, L.ffn_norm, eps, h));
-    FDPP_RETURN_IF_ERROR(be.linear(h, L.gate_up, gate_up, {}));
+    FDPP_RETURN_IF_ERROR(be.linear(h, L.gate_up, gate_up, {.bias = L.gate_up_bias}));
     FDPP_RETURN_IF_ERROR(be.silu_mul(gate_up, act));
-    FDPP_RETURN_IF_ERROR(be.linear(act, L.down, x, {.accumulate = true}));  // x += mlp(x)
+    FDPP_RETURN_IF_ERROR(be.linear(act, L.down, x, {.accumulate = true, .bias = L.down_bias}));
   }
 
   // Only the rows whose logits are wanted go through the final norm and the LM head:

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "model/chatglm.h"
 #include "model/llama.h"
+#include "model/opt.h"
 
 namespace fdpp {
 namespace {
@@ -29,9 +31,16 @@ Result<std::unique_ptr<Model>> Model::create(const ModelConfig& cfg, const Safet
   if (limits.context < 1 || limits.max_batch < 1 || limits.max_tokens < limits.max_batch)
     return InvalidArgument(fmt::format("bad model limits: context {}, max_batch {}, max_tokens {}",
                                        limits.context, limits.max_batch, limits.max_tokens));
+  // Learned positions end at the table: there is nothing to extrapolate with.
+  if (cfg.position == PositionKind::kLearned && limits.context > cfg.max_position_embeddings)
+    return OutOfRange(fmt::format("context {} exceeds the {} positions {} has learned "
+                                  "(max_position_embeddings); lower --ctx",
+                                  limits.context, cfg.max_position_embeddings, cfg.model_type));
   std::unique_ptr<Model> m;
   switch (cfg.arch) {
     case Architecture::kLlama: m = std::make_unique<LlamaModel>(cfg, backend, limits); break;
+    case Architecture::kOpt: m = std::make_unique<OptModel>(cfg, backend, limits); break;
+    case Architecture::kChatGlm: m = std::make_unique<ChatGlmModel>(cfg, backend, limits); break;
   }
   FDPP_ASSIGN_OR_RETURN(m->weights_, load_weights(cfg, st, backend));
   FDPP_RETURN_IF_ERROR(m->allocate_buffers());
@@ -50,6 +59,8 @@ Status Model::allocate_buffers() {
   layout.capacity = limits_.context;
   layout.head_dim = cfg_.head_dim;
   FDPP_ASSIGN_OR_RETURN(cache_, backend_.alloc_kv_cache(layout));
+  FDPP_RETURN_IF_ERROR(softmax_.allocate(backend_, cfg_.num_layers, cfg_.num_heads,
+                                         limits_.max_batch, limits_.max_tokens));
 
   // Inputs: ids, positions, slots, next_ids per token; lengths per sequence; then inv_freq.
   const std::vector<float> inv_freq = rope_inv_freq(cfg_);

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "model/config.h"
+#include "model/model_softmax.h"
 #include "model/weights.h"
 
 namespace fdpp {
@@ -68,6 +69,7 @@ class Model {
   Backend& backend() { return backend_; }
 
   StepInputs& inputs() { return inputs_; }
+  const KVCache& kv_cache() const { return cache_; }
   // Stream-ordered copies host inputs -> device for the first n_tokens tokens and n_seqs lengths.
   Status upload_inputs(int n_tokens, int n_seqs);
   virtual Status forward(const ForwardPass& pass) = 0;
@@ -75,17 +77,29 @@ class Model {
   Tensor logits(int rows) const { return logits_.rows(0, rows); }
   // Stream-ordered copy of the argmax ids of the first `rows` logits rows into inputs().next_ids.
   Status download_next_ids(int rows);
+  // The attention softmax: mode, φ, fallback counters, calibration statistics (Technique 1).
+  ModelSoftmax& softmax() { return softmax_; }
 
  protected:
   Model(const ModelConfig& cfg, Backend& backend, const ModelLimits& limits)
       : cfg_(cfg), backend_(backend), limits_(limits) {}
   Status allocate_buffers();
 
+  // Forward steps every architecture shares (model_steps.cpp).
+  // The pass fits the limits: token count, batch, and (prefill) the positions.
+  Status check_pass(const ForwardPass& pass) const;
+  // RoPE of the fused qkv rows (when the model rotates) and their k, v appended to the
+  // layer's cache, then q attends to the cache: prefill (causal, one slot) or decode
+  // (one token per sequence). q: (T, n_heads, head_dim) scratch; out likewise.
+  Status rope_append_attend(const ForwardPass& pass, int layer, const Tensor& qkv, const Tensor& q,
+                            const Tensor& out);
+
   ModelConfig cfg_;
   Backend& backend_;
   ModelLimits limits_;
   ModelWeights weights_;
   KVCache cache_;
+  ModelSoftmax softmax_;
 
   Buffer host_inputs_;  // pinned backing of inputs_
   StepInputs inputs_;

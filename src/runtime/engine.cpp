@@ -9,12 +9,15 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/backend.h"
+#include "backend/gemm_policy.h"
 #include "core/half.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "runtime/gemm_table_setup.h"
 #include "runtime/graph_bucket.h"
 #include "runtime/sampler.h"
+#include "runtime/softmax_setup.h"
 #include "runtime/stop_matcher.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -50,6 +53,9 @@ double ms_since(Clock::time_point t0) {
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const ModelConfig& cfg) {
+  GemmPolicy gemm = GemmPolicy::kAuto;  // the CPU backend has one linear(); any valid name is fine
+  if (!parse_gemm_policy(o.gemm, &gemm))
+    return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
   if (o.device == "cpu") {
     if (!o.dtype.empty() && o.dtype != "fp32" && o.dtype != "f32")
       return InvalidArgument(fmt::format("--dtype {}: the CPU backend computes in fp32 only", o.dtype));
@@ -66,6 +72,7 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const Mode
   }
   cuda::CudaBackendOptions co;
   co.activation_dtype = dtype;
+  co.gemm = gemm;
   FDPP_ASSIGN_OR_RETURN(auto be, cuda::make_cuda_backend(co));
   return std::unique_ptr<Backend>(std::move(be));
 #else
@@ -112,12 +119,14 @@ struct Engine::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
+  std::string gemm_table;  // which dispatch table linear() uses (gemm_table_setup.h)
   // Decode graphs by (batch size, length bucket); a key is captured on its second
   // use, after an eager run has created every lazily built library handle.
   std::map<std::pair<int, int>, std::unique_ptr<StepGraph>> graphs;
   std::set<std::pair<int, int>> warmed;
 
   Status check_sequence(const std::vector<int>& ids) const;
+  bool graphs_enabled() const { return options.cuda_graphs && backend->supports_graphs(); }
   Status run_decode_step(int batch, int bucket);
   Status prefill(Sequence& s, std::vector<float>& scratch, int* first_token);
   void accept(Sequence& s, int token, const TokenCallback& cb);
@@ -131,6 +140,7 @@ const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer.get(); }
 Backend& Engine::backend() { return *impl_->backend; }
 Model& Engine::model() { return *impl_->model; }
 const EngineOptions& Engine::options() const { return impl_->options; }
+const std::string& Engine::gemm_table_source() const { return impl_->gemm_table; }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   auto impl = std::make_unique<Impl>();
@@ -154,6 +164,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   FDPP_ASSIGN_OR_RETURN(SafetensorsModel st, SafetensorsModel::open(o.model_dir));
   FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(o, cfg));
   Backend& be = *impl->backend;
+  // Before the weights take their memory: --autotune times rotated weight copies.
+  FDPP_ASSIGN_OR_RETURN(impl->gemm_table, setup_gemm_table(o, cfg, be));
 
   ModelLimits lim;
   lim.context = o.context > 0 ? o.context : cfg.max_position_embeddings;
@@ -175,6 +187,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
         lim.context, mem.activation_bytes / GiB, free_bytes / GiB, device_name(be.device())));
   }
   FDPP_ASSIGN_OR_RETURN(impl->model, Model::create(cfg, st, be, lim));
+  FDPP_RETURN_IF_ERROR(setup_softmax(o, *impl->model));  // attention softmax and φ
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -186,6 +199,9 @@ Result<std::vector<int>> Engine::tokenize(std::string_view text) const {
 }
 
 Status Engine::Impl::run_decode_step(int batch, int bucket) {
+  // Each call runs one step (eagerly, or captured then replayed); a replay runs no host code,
+  // so the unified softmax's rows are counted here.
+  model->softmax().count_rows(/*decode=*/true, int64_t{batch} * cfg.num_heads);
   auto eager = [&]() -> Status {
     FDPP_RETURN_IF_ERROR(model->upload_inputs(batch, batch));
     ForwardPass pass;
@@ -195,9 +211,8 @@ Status Engine::Impl::run_decode_step(int batch, int bucket) {
     FDPP_RETURN_IF_ERROR(model->forward(pass));
     return model->download_next_ids(batch);
   };
-  const bool use_graphs = options.cuda_graphs && backend->supports_graphs();
   const auto key = std::make_pair(batch, bucket);
-  if (!use_graphs || !warmed.count(key)) {
+  if (!graphs_enabled() || !warmed.count(key)) {
     warmed.insert(key);
     FDPP_RETURN_IF_ERROR(eager());
     return backend->synchronize();
@@ -445,6 +460,96 @@ Result<std::vector<std::vector<float>>> Engine::teacher_forced_logits_decode(
       out[active[b]].insert(out[active[b]].end(), rows.begin() + size_t(b) * V, rows.begin() + size_t(b + 1) * V);
   }
   return out;
+}
+
+}  // namespace fdpp
+
+// ---- benchmarking -------------------------------------------------------------
+namespace fdpp {
+namespace {
+
+std::vector<int> random_prompt(int n, int vocab, uint64_t seed) {
+  // splitmix64, as the sampler: the same prompt on every platform.
+  std::vector<int> ids(n);
+  uint64_t s = seed;
+  for (int& id : ids) {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    id = 3 + static_cast<int>((z ^ (z >> 31)) % static_cast<uint64_t>(vocab - 3));  // skip special ids
+  }
+  return ids;
+}
+
+}  // namespace
+
+Result<double> Engine::benchmark_prefill(int batch, int prompt_len, uint64_t seed) {
+  Impl& I = *impl_;
+  if (batch < 1 || batch > I.model->limits().max_batch || I.cfg.vocab_size < 4)
+    return InvalidArgument(fmt::format("benchmark_prefill: batch {} outside 1..{}", batch,
+                                       I.model->limits().max_batch));
+  std::vector<float> scratch;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int b = 0; b < batch; ++b) {
+    GenerationRequest r{random_prompt(prompt_len, I.cfg.vocab_size, seed + b), {}};
+    r.sampling.temperature = 0;
+    FDPP_RETURN_IF_ERROR(I.check_sequence(r.prompt_ids));
+    seqs.push_back(std::make_unique<Sequence>(r, b, b));
+  }
+  FDPP_RETURN_IF_ERROR(I.backend->synchronize());
+  const auto t0 = Clock::now();
+  for (auto& s : seqs) {
+    int token = 0;
+    FDPP_RETURN_IF_ERROR(I.prefill(*s, scratch, &token));
+  }
+  return ms_since(t0);
+}
+
+Result<std::vector<double>> Engine::benchmark_decode(int batch, int prompt_len, int steps, uint64_t seed) {
+  Impl& I = *impl_;
+  const ModelLimits& lim = I.model->limits();
+  if (batch < 1 || batch > lim.max_batch || steps < 1 || prompt_len + steps + 2 > lim.context)
+    return InvalidArgument(fmt::format(
+        "benchmark_decode: batch {} (max {}), {} + {} + 2 positions (context {})", batch,
+        lim.max_batch, prompt_len, steps, lim.context));
+  GenerationRequest r{random_prompt(prompt_len, I.cfg.vocab_size, seed), {}};
+  r.sampling.temperature = 0;
+  FDPP_RETURN_IF_ERROR(I.check_sequence(r.prompt_ids));
+  Sequence s(r, 0, 0);
+  std::vector<float> scratch;
+  int token = 0;
+  FDPP_RETURN_IF_ERROR(I.prefill(s, scratch, &token));
+  // Every slot gets slot 0's cache: the same bytes to stream per sequence as distinct prompts.
+  const KVCache& cache = I.model->kv_cache();
+  for (int l = 0; l < cache.layout.n_layers; ++l) {
+    const Tensor k = cache.k_layer(l), v = cache.v_layer(l);  // (slots, kv_heads, capacity, head_dim)
+    for (int b = 1; b < batch; ++b) {
+      FDPP_RETURN_IF_ERROR(I.backend->copy(k.rows(0, 1), k.rows(b, b + 1)));
+      FDPP_RETURN_IF_ERROR(I.backend->copy(v.rows(0, 1), v.rows(b, b + 1)));
+    }
+  }
+  StepInputs& in = I.model->inputs();
+  std::vector<double> ms;
+  for (int step = 0; static_cast<int>(ms.size()) < steps; ++step) {
+    const int pos = prompt_len + step;
+    if (pos + 1 > lim.context) return OutOfRange("benchmark_decode: the context filled up before the timed steps");
+    for (int b = 0; b < batch; ++b) {
+      in.ids[b] = token;
+      in.positions[b] = pos;
+      in.slots[b] = b;
+      in.lengths[b] = pos + 1;
+    }
+    const int bucket = decode_length_bucket(pos + 1, lim.context);
+    // A step that warms up or captures its graph is run but not timed (graph keys
+    // change when the length crosses a bucket boundary).
+    const bool timed = I.graphs_enabled() ? I.graphs.count({batch, bucket}) > 0 : step >= 2;
+    FDPP_RETURN_IF_ERROR(I.backend->synchronize());
+    const auto t0 = Clock::now();
+    FDPP_RETURN_IF_ERROR(I.run_decode_step(batch, bucket));
+    if (timed && static_cast<int>(ms.size()) < steps) ms.push_back(ms_since(t0));
+    token = in.next_ids[0];
+  }
+  return ms;
 }
 
 }  // namespace fdpp

@@ -6,8 +6,6 @@
 #include <sstream>
 #include <system_error>
 
-#include <nlohmann/json.hpp>
-
 #include "tokenizer/utf8.h"
 
 namespace fdpp {
@@ -179,98 +177,6 @@ bool SentencePieceTokenizer::ends_mid_character(std::span<const int> ids) const 
   }
   const std::string_view s(tail + 3 - n, n);
   return complete_utf8_prefix(s) < s.size();
-}
-
-// ---- load_tokenizer ------------------------------------------------------------
-// Lives here while SentencePiece is the only format; moves to its own file when
-// the GPT-2 BPE tokenizer joins.
-
-namespace {
-
-using json = nlohmann::json;
-
-// tokenizer_config.json writes special tokens as a string or as an AddedToken
-// object {"content": "<s>", ...}.
-Status read_token_piece(const json& j, const char* key, const std::string& file,
-                        std::string* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (it->is_string()) {
-    *out = it->get<std::string>();
-    return Status::Ok();
-  }
-  if (it->is_object()) {
-    auto c = it->find("content");
-    if (c != it->end() && c->is_string()) {
-      *out = c->get<std::string>();
-      return Status::Ok();
-    }
-  }
-  return InvalidArgument(file + ": field '" + key +
-                         "' must be a string or an object with a string 'content'");
-}
-
-Status read_flag(const json& j, const char* key, const std::string& file, bool* out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) {
-    return InvalidArgument(file + ": field '" + key + "' must be true or false, got " +
-                           it->dump());
-  }
-  *out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status read_tokenizer_config(const std::filesystem::path& p, SentencePieceTokenizer::Options* o) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return IoError("cannot open " + p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    return InvalidArgument(p.string() + " is not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) return InvalidArgument(p.string() + " must be a JSON object");
-  const std::string file = p.string();
-  FDPP_RETURN_IF_ERROR(read_flag(j, "add_bos_token", file, &o->add_bos));
-  FDPP_RETURN_IF_ERROR(read_flag(j, "add_eos_token", file, &o->add_eos));
-  FDPP_RETURN_IF_ERROR(read_token_piece(j, "bos_token", file, &o->bos_piece));
-  FDPP_RETURN_IF_ERROR(read_token_piece(j, "eos_token", file, &o->eos_piece));
-  return Status::Ok();
-}
-
-}  // namespace
-
-Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::filesystem::path& model_dir,
-                                                  const ModelConfig& cfg) {
-  std::error_code ec;
-  const auto model_file = model_dir / "tokenizer.model";
-  if (!std::filesystem::is_regular_file(model_file, ec)) {
-    std::string why = "no tokenizer.model in " + model_dir.string();
-    if (std::filesystem::exists(model_dir / "tokenizer.json", ec)) {
-      why += " (it has a tokenizer.json, which fdpp does not read yet)";
-    }
-    return NotFound(why + "; give the prompt as token ids with --prompt-ids");
-  }
-
-  SentencePieceTokenizer::Options opts;
-  opts.add_bos = true;  // LlamaTokenizer's default
-  opts.add_eos = false;
-  opts.fallback_bos_id = cfg.bos_token_id;
-  opts.fallback_eos_id = cfg.eos_token_ids.empty() ? -1 : cfg.eos_token_ids.front();
-  const auto tc = model_dir / "tokenizer_config.json";
-  if (std::filesystem::exists(tc, ec)) FDPP_RETURN_IF_ERROR(read_tokenizer_config(tc, &opts));
-
-  FDPP_ASSIGN_OR_RETURN(auto tok, SentencePieceTokenizer::load(model_file, opts));
-  if (cfg.vocab_size > 0 && tok->vocab_size() > cfg.vocab_size) {
-    return InvalidArgument(model_file.string() + " has " + std::to_string(tok->vocab_size()) +
-                           " pieces but the model's vocab_size is " +
-                           std::to_string(cfg.vocab_size) +
-                           ": its ids would index past the embedding");
-  }
-  return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
 }  // namespace fdpp

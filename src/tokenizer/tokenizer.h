@@ -1,6 +1,7 @@
 // Tokenizer: text <-> token ids, whatever the model's tokenizer format.
-// Implementations: SentencePiece (Llama; later ChatGLM), later GPT-2 byte-level
-// BPE (OPT). Streaming text out of a generation goes through StreamDecoder.
+// Implementations: SentencePiece (Llama), ChatGLM2 (SentencePiece plus its special
+// tokens and prompt prefix), GPT-2 byte-level BPE (GPT-2, OPT). Streaming text out
+// of a generation goes through StreamDecoder.
 #pragma once
 
 #include <filesystem>
@@ -20,7 +21,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
 
   // Token ids of `text`, with bos_id() in front when add_bos is set and the
-  // tokenizer has a BOS token. Text that is not valid UTF-8 is an InvalidArgument.
+  // tokenizer has a BOS token (ChatGLM: its prefix [gMASK] sop, of which bos_id()
+  // is the first). Text that is not valid UTF-8 is an InvalidArgument.
   virtual Result<std::vector<int>> encode(std::string_view text, bool add_bos) const = 0;
 
   // The text of a whole id sequence (the first piece's leading space is dropped,
@@ -71,12 +73,14 @@ class Tokenizer {
   bool add_eos_ = false;
 };
 
-// The tokenizer of a Hugging Face model folder: tokenizer.model (SentencePiece)
-// plus tokenizer_config.json when present (add_bos_token, add_eos_token,
-// bos_token, eos_token). NotFound when the folder has no tokenizer fdpp can read
-// (the CLI then works on token ids: --prompt-ids); Corrupt for an unreadable
-// tokenizer.model; InvalidArgument when its vocabulary exceeds cfg.vocab_size
-// (ids the model cannot embed). cfg.vocab_size == 0 skips that check.
+// The tokenizer of a Hugging Face model folder: tokenizer.model (SentencePiece; the
+// ChatGLM2 tokenizer when cfg.arch is ChatGLM) or vocab.json + merges.txt (GPT-2
+// byte-level BPE; OPT adds its BOS by default), plus tokenizer_config.json and
+// special_tokens_map.json when present (add_bos_token, add_eos_token, bos_token,
+// eos_token, the special tokens). NotFound when the folder has no tokenizer fdpp can
+// read (the CLI then works on token ids: --prompt-ids); Corrupt for unreadable
+// tokenizer files; InvalidArgument when the vocabulary exceeds cfg.vocab_size (ids
+// the model cannot embed). cfg.vocab_size == 0 skips that check.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::filesystem::path& model_dir,
                                                   const ModelConfig& cfg);
 

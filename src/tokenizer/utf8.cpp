@@ -70,4 +70,34 @@ size_t complete_utf8_prefix(std::string_view s) {
   return n;
 }
 
+std::string utf8_lossy(std::string_view s) {
+  static constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const int len = sequence_length(static_cast<uint8_t>(s[i]));
+    if (len == 0) {  // a continuation or a never-valid byte: a subpart of its own
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    // How many bytes of the announced sequence are there and fit it.
+    int fit = 1;
+    const auto lead = static_cast<uint8_t>(s[i]);
+    while (fit < len && i + fit < s.size()) {
+      const auto b = static_cast<uint8_t>(s[i + fit]);
+      if (fit == 1 ? !valid_second(lead, b) : !is_continuation(b)) break;
+      ++fit;
+    }
+    if (fit == len) {
+      out.append(s.data() + i, static_cast<size_t>(len));
+    } else {
+      out += kReplacement;  // the lead and the continuation bytes that fitted
+    }
+    i += static_cast<size_t>(fit);
+  }
+  return out;
+}
+
 }  // namespace fdpp

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace fdpp {
@@ -22,5 +23,11 @@ size_t utf8_error_offset(std::string_view s);
 // Invalid bytes elsewhere do not shorten it: they can never become valid, so
 // holding them back would gain nothing.
 size_t complete_utf8_prefix(std::string_view s);
+
+// `s` with every maximal invalid subpart (a byte that starts no valid sequence, or the
+// longest prefix of a valid sequence that is cut short) replaced by one U+FFFD: the
+// Unicode "substitution of maximal subparts" that Python's errors="replace" and
+// Rust's String::from_utf8_lossy both implement (GPT-2 byte-level BPE decoding).
+std::string utf8_lossy(std::string_view s);
 
 }  // namespace fdpp

@@ -470,8 +470,8 @@ TEST(ConfigErrors, BadValues) {
 }
 
 TEST(ConfigErrors, UnsupportedModelTypeActivationAndRope) {
-  expect_error(minimal_with("model_type", R"("opt")"), StatusCode::kUnsupported, "opt");
-  expect_error(minimal_with("model_type", R"("chatglm")"), StatusCode::kUnsupported, "chatglm");
+  expect_error(minimal_with("model_type", R"("gpt_neox")"), StatusCode::kUnsupported, "gpt_neox");
+  expect_error(minimal_with("model_type", R"("falcon")"), StatusCode::kUnsupported, "falcon");
   expect_error(minimal_with("hidden_act", R"("gelu")"), StatusCode::kUnsupported, "gelu");
   for (const char* t : {"dynamic", "yarn", "longrope"}) {
     expect_error(minimal_with("rope_scaling",

@@ -1,7 +1,7 @@
 // Split-KV decode attention on the GPU against the CPU reference (double
 // accumulation) and a plain same-precision implementation, fp16 and bf16:
-// head_dim 8 (generic kernel), 64/128/256 (fast kernel) and odd ones; GQA
-// groups 1..16; batches with a different length per sequence; 1 split, the
+// head_dim 8 (generic kernel), 64/128 (tensor-core kernel), 256 (fast CUDA-core kernel) and
+// odd ones; GQA groups 1..16; batches with a different length per sequence; 1 split, the
 // heuristic's splits and forced many splits (most of them empty for short
 // sequences); CUDA-graph capture and replay.
 //
@@ -284,6 +284,29 @@ TEST_P(CudaDecode, OtherShapes) {
     run_all(s, case_name(k) + (k.misalign_q ? " misaligned q" : ""));
     if (HasFatalFailure()) return;
   }
+}
+
+// Head dims 64 and 128 run the tensor-core kernel (decode_mma_kernel.cuh): every group size
+// 1..8 and 16 (heads on the mma's 8-column side, the rest zero rows), lengths that end inside
+// a warp tile (16 keys at D 128, 32 at D 64), inside a quad's key pair and on odd keys, and
+// sequences long enough that each of the CTA's 4 warps runs its 3-stage ring many times.
+TEST_P(CudaDecode, TensorCoreKernelGroupsAndOddLengths) {
+  uint32_t seed = 3000;
+  int offset = 0;
+  const std::vector<int> lengths = {1, 3, 17, 31, 33, 47, 129, 4097};
+  for (int D : {64, 128})
+    for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
+      DecodeCase c;
+      c.batch = 3, c.n_kv = 2, c.group = group, c.head_dim = D, c.capacity = 4100;
+      for (int b = 0; b < c.batch; ++b)
+        c.lengths.push_back(lengths[(b + offset) % lengths.size()]);
+      offset += 2;
+      DecodeData s;
+      prepare(c, &s, seed += 10);
+      if (HasFatalFailure()) return;
+      run_all(s, case_name(c));
+      if (HasFatalFailure()) return;
+    }
 }
 
 TEST_P(CudaDecode, HeuristicSplitsLongContexts) {

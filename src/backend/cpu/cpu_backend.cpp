@@ -21,6 +21,14 @@ Status CpuBackend::copy_from_host(const void* host, const Tensor& dst) {
   return Status::Ok();
 }
 
+Status CpuBackend::copy(const Tensor& src, const Tensor& dst) {
+  if (src.nbytes() != dst.nbytes())
+    return InvalidArgument(fmt::format("copy: {} and {} differ in size", src.describe(), dst.describe()));
+  if (src.nbytes() && (!src.data || !dst.data)) return InvalidArgument("copy: null tensor");
+  if (src.nbytes()) std::memmove(dst.data, src.data, src.nbytes());
+  return Status::Ok();
+}
+
 Status CpuBackend::copy_to_host(const Tensor& src, void* host) {
   if (src.device != Device::kCPU)
     return InvalidArgument(fmt::format("copy_to_host: src is {}, not host memory", src.describe()));
@@ -52,6 +60,16 @@ Status CpuBackend::attention_prefill(const AttentionPrefillArgs& args) {
 }
 Status CpuBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
   return cpu::silu_mul(gate_up, out);
+}
+Status CpuBackend::layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                             const Tensor& out) {
+  return cpu::layernorm(x, weight, bias, eps, out);
+}
+Status CpuBackend::embed_add(const Tensor& ids, const Tensor& table, const Tensor& out) {
+  return cpu::embed_add(ids, table, out);
+}
+Status CpuBackend::activation(const Tensor& x, const Tensor& out, Activation act) {
+  return cpu::activation(x, out, act);
 }
 Status CpuBackend::argmax(const Tensor& logits, const Tensor& ids) {
   return cpu::argmax(logits, ids);

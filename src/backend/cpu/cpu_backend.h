@@ -15,6 +15,7 @@ class CpuBackend final : public Backend {
   Result<Buffer> alloc(size_t bytes) override;
   Status copy_from_host(const void* host, const Tensor& dst) override;
   Status copy_to_host(const Tensor& src, void* host) override;
+  Status copy(const Tensor& src, const Tensor& dst) override;
   Status synchronize() override { return Status::Ok(); }
 
   Status embed(const Tensor& ids, const Tensor& table, const Tensor& out) override;
@@ -25,6 +26,10 @@ class CpuBackend final : public Backend {
   Status attention_decode(const AttentionDecodeArgs& args) override;
   Status attention_prefill(const AttentionPrefillArgs& args) override;
   Status silu_mul(const Tensor& gate_up, const Tensor& out) override;
+  Status layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                   const Tensor& out) override;
+  Status embed_add(const Tensor& ids, const Tensor& table, const Tensor& out) override;
+  Status activation(const Tensor& x, const Tensor& out, Activation act) override;
   Status argmax(const Tensor& logits, const Tensor& ids) override;
 };
 

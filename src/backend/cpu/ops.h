@@ -26,6 +26,13 @@ Status rope_and_append_kv(const RopeAppendArgs& args);
 Status attention_decode(const AttentionDecodeArgs& args);
 Status attention_prefill(const AttentionPrefillArgs& args);
 Status silu_mul(const Tensor& gate_up /* (M, 2F) */, const Tensor& out /* (M, F) */);
+// out may be x itself (in place); any other overlap is refused.
+Status layernorm(const Tensor& x /* (T, H) */, const Tensor& weight /* (H) */,
+                 const Tensor& bias /* (H) */, float eps, const Tensor& out /* (T, H) */);
+Status embed_add(const Tensor& ids /* i32 (T) */, const Tensor& table /* (V, H) */,
+                 const Tensor& out /* (T, H) */);
+// out may be x itself (in place).
+Status activation(const Tensor& x /* (M, N) */, const Tensor& out /* (M, N) */, Activation act);
 // NaN is never the max; an all-NaN row gives 0 (as does a row of equal values).
 Status argmax(const Tensor& logits /* (B, V) */, const Tensor& ids /* i32 (B) */);
 
@@ -35,10 +42,11 @@ Status argmax(const Tensor& logits /* (B, V) */, const Tensor& ids /* i32 (B) */
 // since an op allocates nothing.
 constexpr int kMaxAttentionHeadDim = 1024;
 
-// Below this many multiply-adds an op runs on one thread: waking an OpenMP team
-// costs more than a tiny model's whole op (and, on a loaded machine, spinning
-// threads slowed stories260K decoding tenfold).
-constexpr int64_t kParallelWork = int64_t{1} << 18;
+// Below this many multiply-adds (about 1 ms on one core) an op runs on one thread:
+// waking an OpenMP team costs more than a small op, and on a loaded machine a
+// parallel region waits a whole time slice for a descheduled thread (it slowed
+// stories260K prefill fiftyfold).
+constexpr int64_t kParallelWork = int64_t{1} << 22;
 
 // out = softmax(scale · k · q) · v over keys 0..n_keys-1 of one KV head, with
 // the ordinary (synchronized, max-subtracted) softmax in double.

@@ -11,6 +11,7 @@
 #include "backend/cuda/attention/split_plan.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm/cublaslt.h"
+#include "backend/cuda/gemm/gemm_dispatch.h"
 #include "backend/cuda/ops/ops.h"
 
 namespace fdpp::cuda {
@@ -54,10 +55,32 @@ Status check_no_overlap(const char* op, const char* out_name, const Tensor& out,
   return Status::Ok();
 }
 
+// The unified-softmax fields of DecodeParams from the op's args (design.md, Technique 1).
+Status set_decode_softmax(const char* op, const AttentionSoftmaxArgs& sm, int64_t n_slots,
+                          int64_t n_heads, DecodeParams* p) {
+  if (sm.mode != SoftmaxMode::kUnified) return Status::Ok();
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "softmax.phi", sm.phi, DType::kF32, Shape{n_heads}));
+  if (!sm.row_max.empty())
+    FDPP_RETURN_IF_ERROR(
+        check_tensor(op, "softmax.row_max", sm.row_max, DType::kF32, Shape{n_slots, n_heads}));
+  else if (sm.follow)
+    return InvalidArgument(fmt::format("{}: row-following φ needs softmax.row_max", op));
+  if (!sm.fallbacks.empty())
+    FDPP_RETURN_IF_ERROR(
+        check_tensor(op, "softmax.fallbacks", sm.fallbacks, DType::kI32, Shape{1}));
+  p->policy = SoftmaxPolicy::kUnifiedMax;
+  p->phi = sm.phi.ptr<float>();
+  p->row_max = sm.row_max.empty() ? nullptr : sm.row_max.ptr<float>();
+  p->follow = sm.follow ? 1 : 0;
+  p->fallbacks = sm.fallbacks.empty() ? nullptr : sm.fallbacks.ptr<unsigned>();
+  return Status::Ok();
+}
+
 // The occupancy cache slot of a decode kernel.
-int decode_kernel_index(int head_dim, bool fast) {
+// Index into decode_occupancy_: generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
+int decode_kernel_index(int head_dim, bool fast, bool tensor_cores) {
   if (!fast) return 0;
-  return head_dim == 64 ? 1 : head_dim == 128 ? 2 : 3;
+  return (tensor_cores ? 3 : 0) + (head_dim == 64 ? 1 : head_dim == 128 ? 2 : 3);
 }
 
 class CudaStepGraph final : public StepGraph {
@@ -124,6 +147,12 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions&
   FDPP_CUDA_CHECK(cudaStreamCreateWithFlags(&be->stream_, cudaStreamNonBlocking));
   FDPP_ASSIGN_OR_RETURN(Buffer ws, be->alloc(CublasLtGemm::kWorkspaceBytes));
   FDPP_ASSIGN_OR_RETURN(be->gemm_, CublasLtGemm::create(std::move(ws)));
+  // The split-K workspace is allocated whole here, so no GEMM grows anything later
+  // (graph capture).
+  FDPP_ASSIGN_OR_RETURN(Buffer gemm_ws, be->alloc(GemmDispatcher::workspace_bytes()));
+  FDPP_ASSIGN_OR_RETURN(be->gemm_dispatch_,
+                        GemmDispatcher::create(be->dtype_, be->gemm_.get(), std::move(gemm_ws),
+                                               options.gemm, be->stream_));
   return be;
 }
 
@@ -132,6 +161,7 @@ CudaBackend::~CudaBackend() {
     (void)cudaSetDevice(device_);
     (void)cudaStreamSynchronize(stream_);  // nothing may still use what is freed below
   }
+  gemm_dispatch_.reset();  // holds a pointer to gemm_
   gemm_.reset();
   workspace_ = Buffer();
   retired_workspaces_.clear();
@@ -229,6 +259,19 @@ Status CudaBackend::copy_to_host_async(const Tensor& src, void* host) {
                                        src.describe()));
   FDPP_CUDA_CHECK(
       cudaMemcpyAsync(host, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+  return Status::Ok();
+}
+
+Status CudaBackend::copy(const Tensor& src, const Tensor& dst) {
+  FDPP_RETURN_IF_ERROR(activate());
+  if (src.nbytes() != dst.nbytes())
+    return InvalidArgument(fmt::format("copy: {} and {} differ in size", src.describe(), dst.describe()));
+  if (src.nbytes() == 0) return Status::Ok();
+  if (src.device != Device::kCUDA || dst.device != Device::kCUDA || !src.data || !dst.data)
+    return InvalidArgument(fmt::format("copy: {} -> {} is not device to device", src.describe(),
+                                       dst.describe()));
+  FDPP_CUDA_CHECK(
+      cudaMemcpyAsync(dst.data, src.data, src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
   return Status::Ok();
 }
 
@@ -348,17 +391,21 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
   FDPP_RETURN_IF_ERROR(check_tensor(op, "y", y, dtype_, Shape{M, N}));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
-  if (!ep.bias.empty()) return Unsupported("linear: bias epilogue not implemented on CUDA yet");
-  LinearParams p;
-  p.x = x.data;
-  p.w = w.data;
-  p.y = y.data;
-  p.m = M;
-  p.n = N;
-  p.k = K;
-  p.dtype = dtype_;
-  p.accumulate = ep.accumulate;
-  return gemm_->run(p, stream_);
+  if (!ep.bias.empty()) {
+    FDPP_RETURN_IF_ERROR(check_tensor(op, "bias", ep.bias, dtype_, Shape{N}));
+    FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "bias", ep.bias));
+  }
+  GemmArgs a;
+  a.x = x.data;
+  a.w = w.data;
+  a.y = y.data;
+  a.bias = ep.bias.empty() ? nullptr : ep.bias.data;
+  a.m = M;
+  a.n = N;
+  a.k = K;
+  a.dtype = dtype_;
+  a.accumulate = ep.accumulate;
+  return gemm_dispatch_->run(a, stream_);  // ImplA / ImplB / ImplC by policy and table
 }
 
 Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer) const {
@@ -430,10 +477,11 @@ Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
   return run_rope_append_kv(p, dtype_, stream_);
 }
 
-Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel) {
-  int& slot = decode_occupancy_[decode_kernel_index(head_dim, fast_kernel)];
+Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores) {
+  int& slot = decode_occupancy_[decode_kernel_index(head_dim, fast_kernel, tensor_cores)];
   if (slot == 0) {
-    FDPP_ASSIGN_OR_RETURN(const int n, decode_ctas_per_sm(head_dim, fast_kernel, dtype_));
+    FDPP_ASSIGN_OR_RETURN(const int n,
+                          decode_ctas_per_sm(head_dim, fast_kernel, tensor_cores, dtype_));
     // 0 would mean the kernel cannot launch at all; the launch reports that.
     slot = std::max(1, n);
   }
@@ -443,7 +491,10 @@ Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel) {
 Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int head_dim,
                                        int max_length, bool fast_kernel) {
   if (decode_splits_override_ > 0) return std::min(decode_splits_override_, kDecodeMaxSplits);
-  FDPP_ASSIGN_OR_RETURN(const int occupancy, decode_occupancy(head_dim, fast_kernel));
+  const bool tensor_cores =
+      decode_uses_tensor_cores(head_dim, fast_kernel, group, batch, max_length);
+  FDPP_ASSIGN_OR_RETURN(const int occupancy,
+                        decode_occupancy(head_dim, fast_kernel, tensor_cores));
   const DecodeSplitOptions o = decode_split_options(head_dim, fast_kernel, occupancy);
   const int64_t ctas = int64_t{batch} * n_kv_heads * decode_head_groups(group);
   return choose_decode_splits_for_ctas(static_cast<int>(std::min<int64_t>(ctas, 1 << 30)),
@@ -529,7 +580,9 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   p.capacity = l.capacity;
   p.group = static_cast<int>(H / l.n_kv_heads);
   p.head_groups = decode_head_groups(p.group);
+  p.max_length = a.max_length;
   p.scale_log2 = a.scale * 1.4426950408889634f;  // log2(e)
+  FDPP_RETURN_IF_ERROR(set_decode_softmax(op, a.softmax, l.n_slots, H, &p));
   FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,
                                                     a.max_length, decode_uses_fast_kernel(p)));
   if (p.num_splits > 1) {

@@ -22,14 +22,17 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/gemm_policy.h"
 
 namespace fdpp::cuda {
 
 class CublasLtGemm;
+class GemmDispatcher;
 
 struct CudaBackendOptions {
   int device = 0;
   DType activation_dtype = DType::kF16;  // kF16 or kBF16
+  GemmPolicy gemm = GemmPolicy::kAuto;   // which implementation serves linear() (--gemm)
 };
 
 struct DeviceMemory {
@@ -57,6 +60,7 @@ class CudaBackend final : public Backend {
   Status copy_to_host(const Tensor& src, void* host) override;
   // host must come from alloc_host() (pinned) for the copy to be capturable.
   Status copy_to_host_async(const Tensor& src, void* host) override;
+  Status copy(const Tensor& src, const Tensor& dst) override;
   Status synchronize() override;
   size_t free_memory() const override;
   Result<Buffer> alloc_host(size_t bytes) override;  // pinned (cudaHostAlloc)
@@ -75,6 +79,11 @@ class CudaBackend final : public Backend {
   Status attention_decode(const AttentionDecodeArgs& args) override;
   Status attention_prefill(const AttentionPrefillArgs& args) override;
   Status silu_mul(const Tensor& gate_up, const Tensor& out) override;
+  // layernorm, embed_add, activation: cuda_backend_ops.cpp.
+  Status layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                   const Tensor& out) override;
+  Status embed_add(const Tensor& ids, const Tensor& table, const Tensor& out) override;
+  Status activation(const Tensor& x, const Tensor& out, Activation act) override;
   // logits of the activation dtype or f32.
   Status argmax(const Tensor& logits, const Tensor& ids) override;
 
@@ -90,6 +99,9 @@ class CudaBackend final : public Backend {
   // Forces the decode split count (clamped to [1, kDecodeMaxSplits]); 0 restores
   // the heuristic. For tests and ablations.
   void set_decode_splits_override(int splits) { decode_splits_override_ = splits; }
+  // Routes every linear(): policy, dispatch table, and the forced runs of
+  // benchmarks and tests (gemm/gemm_dispatch.h).
+  GemmDispatcher& gemm_dispatcher() { return *gemm_dispatch_; }
   // The split count attention_decode uses for this shape (fast_kernel: head_dim
   // 64/128/256 with 16-byte aligned q/k/v, else the generic kernel).
   Result<int> decode_splits(int batch, int n_kv_heads, int group, int head_dim, int max_length,
@@ -109,7 +121,7 @@ class CudaBackend final : public Backend {
   Result<bool> capturing() const;
   // The split-KV partials buffer, grown to `bytes` if needed (refused while capturing).
   Result<void*> decode_workspace(size_t bytes);
-  Result<int> decode_occupancy(int head_dim, bool fast_kernel);
+  Result<int> decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores);
   Status check_cache(const char* op, const KVCache* cache, int layer) const;
 
   int device_ = 0;
@@ -117,10 +129,12 @@ class CudaBackend final : public Backend {
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CublasLtGemm> gemm_;
+  std::unique_ptr<GemmDispatcher> gemm_dispatch_;  // uses gemm_ for ImplC; owns split-K space
   Buffer workspace_;                  // split-KV partials (decode_workspace_assign layout)
   size_t workspace_bytes_ = 0;
   std::vector<Buffer> retired_workspaces_;  // outgrown, still referenced by earlier graphs
-  std::array<int, 4> decode_occupancy_{};  // CTAs/SM: generic, d64, d128, d256 (0: not queried)
+  // CTAs/SM (0: not queried): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
+  std::array<int, 7> decode_occupancy_{};
   int decode_splits_override_ = 0;
 };
 

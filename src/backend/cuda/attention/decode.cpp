@@ -17,22 +17,52 @@ size_t align_up(size_t n) { return (n + kWorkspaceAlign - 1) / kWorkspaceAlign *
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 constexpr SoftmaxPolicy kSync = SoftmaxPolicy::kSynchronized;
+constexpr SoftmaxPolicy kUnified = SoftmaxPolicy::kUnifiedMax;
+
+// The unified fast kernel is instantiated for the head dims of the models it is measured on
+// (64, 128: Llama, OPT, ChatGLM2); head_dim 256 keeps the synchronized fast kernel (exact
+// either way), and the generic kernel has both policies.
+bool has_unified_fast(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+// The tensor-core kernel or the CUDA-core one: split_plan.h says which, and why.
+bool uses_mma(const DecodeParams& p, bool fast) {
+  return decode_uses_tensor_cores(p.head_dim, fast, p.group, p.batch, p.max_length);
+}
 
 template <DType kDType>
 Status launch_split(const DecodeParams& p, bool fast, cudaStream_t stream) {
-  if (!fast) return launch_decode_generic<kDType, kSync>(p, stream);
+  const bool unified = p.policy == kUnified;
+  if (!fast)
+    return unified ? launch_decode_generic<kDType, kUnified>(p, stream)
+                   : launch_decode_generic<kDType, kSync>(p, stream);
+  if (uses_mma(p, fast)) {
+    if (p.head_dim == 64)
+      return unified ? launch_decode_mma<kDType, 64, kUnified>(p, stream)
+                     : launch_decode_mma<kDType, 64, kSync>(p, stream);
+    return unified ? launch_decode_mma<kDType, 128, kUnified>(p, stream)
+                   : launch_decode_mma<kDType, 128, kSync>(p, stream);
+  }
   switch (p.head_dim) {
-    case 64: return launch_decode_split<kDType, 64, kSync>(p, stream);
-    case 128: return launch_decode_split<kDType, 128, kSync>(p, stream);
+    case 64:
+      return unified ? launch_decode_split<kDType, 64, kUnified>(p, stream)
+                     : launch_decode_split<kDType, 64, kSync>(p, stream);
+    case 128:
+      return unified ? launch_decode_split<kDType, 128, kUnified>(p, stream)
+                     : launch_decode_split<kDType, 128, kSync>(p, stream);
     case 256: return launch_decode_split<kDType, 256, kSync>(p, stream);
     default: break;
   }
   return Internal(fmt::format("attention_decode: no fast kernel for head_dim {}", p.head_dim));
 }
 
+// Occupancy of the synchronized kernels: it sizes the split plan, which must not depend on
+// the policy (a graph captured with one plan serves both, and the comparison is fair).
 template <DType kDType>
-Result<int> occupancy(int head_dim, bool fast) {
+Result<int> occupancy(int head_dim, bool fast, bool tensor_cores) {
   if (!fast) return decode_generic_occupancy<kDType, kSync>();
+  if (tensor_cores && (head_dim == 64 || head_dim == 128))
+    return head_dim == 64 ? decode_mma_occupancy<kDType, 64, kSync>()
+                          : decode_mma_occupancy<kDType, 128, kSync>();
   switch (head_dim) {
     case 64: return decode_split_occupancy<kDType, 64, kSync>();
     case 128: return decode_split_occupancy<kDType, 128, kSync>();
@@ -64,10 +94,15 @@ bool decode_uses_fast_kernel(const DecodeParams& p) {
          aligned(p.v, 16);
 }
 
-Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, DType dtype) {
+UnifiedType decode_unified_type(const DecodeParams& p, DType dtype) {
+  if (!uses_mma(p, decode_uses_fast_kernel(p))) return UnifiedType::kF32;
+  return dtype == DType::kF16 ? UnifiedType::kF16P : UnifiedType::kBF16P;
+}
+
+Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores, DType dtype) {
   switch (dtype) {
-    case DType::kF16: return occupancy<DType::kF16>(head_dim, fast_kernel);
-    case DType::kBF16: return occupancy<DType::kBF16>(head_dim, fast_kernel);
+    case DType::kF16: return occupancy<DType::kF16>(head_dim, fast_kernel, tensor_cores);
+    case DType::kBF16: return occupancy<DType::kBF16>(head_dim, fast_kernel, tensor_cores);
     default: break;
   }
   return Unsupported(fmt::format("attention_decode: dtype {}", dtype_name(dtype)));
@@ -102,12 +137,23 @@ Status run_attention_decode(const DecodeParams& p, DType dtype, cudaStream_t str
     return InvalidArgument(fmt::format("{}: misaligned q/k/v/out pointers", op));
 
   const bool fast = decode_uses_fast_kernel(p);
+  DecodeParams q = p;
+  q.tile_keys = decode_tile_keys(p.head_dim, fast);  // the combine re-derives the split ranges
+  if (q.policy == kUnified && fast && !has_unified_fast(q.head_dim)) q.policy = kSync;
+  if (q.policy == kUnified && q.phi == nullptr)
+    return Internal(fmt::format("{}: unified softmax without φ", op));
   switch (dtype) {
-    case DType::kF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kF16>(p, fast, stream)); break;
-    case DType::kBF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kBF16>(p, fast, stream)); break;
+    case DType::kF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kF16>(q, fast, stream)); break;
+    case DType::kBF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kBF16>(q, fast, stream)); break;
     default: break;
   }
-  if (p.num_splits > 1) FDPP_RETURN_IF_ERROR(launch_decode_combine(p, dtype, stream));
+  if (q.num_splits > 1) {
+    if (q.policy == kUnified)
+      FDPP_RETURN_IF_ERROR(
+          launch_decode_combine_unified(q, dtype, decode_unified_type(q, dtype), stream));
+    else
+      FDPP_RETURN_IF_ERROR(launch_decode_combine(q, dtype, stream));
+  }
   return Status::Ok();
 }
 

@@ -14,6 +14,13 @@
 // the row's output is Σ_s 2^(m_s - m*)·acc_s / Σ_s 2^(m_s - m*)·l_s with
 // m* = max_s m_s (attention/combine.cu). An empty split (no keys) has m = -inf,
 // l = 0 and an unwritten acc, which the combine skips.
+//
+// The unified-max kernels (SoftmaxPolicy::kUnifiedMax, issue 4) keep the same layout but
+// make l and acc relative to the row's φ instead of the split's max (the tensor-core kernel
+// rounds p to fp16/bf16 before it enters l and acc; decode_unified_type):
+//   m = max_j t_j (for the range check only), l = Σ_j 2^(t_j - φ), acc = Σ_j 2^(t_j - φ)·v_j,
+// so the combine just sums them (attention/combine_unified.cu) and recomputes, with the
+// synchronized softmax, the splits of a row whose max leaves φ's safe range.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,7 +54,17 @@ struct DecodeParams {
   int group = 1;        // n_heads / n_kv_heads: query head h reads KV head h / group (HF repeat_kv)
   int head_groups = 1;  // decode_head_groups(group): CTAs per KV head per split
   int num_splits = 1;   // 1: the split kernel writes out directly and no combine runs
+  int tile_keys = 32;   // keys per tile of the kernel that runs (set by run_attention_decode)
+  int max_length = 0;   // the grid's bound on lengths (picks the kernel: split_plan.h); 0: unknown
   float scale_log2 = 0.f;  // softmax scale · log2(e)
+  // Unified-max softmax (kUnifiedMax kernels only):
+  SoftmaxPolicy policy = SoftmaxPolicy::kSynchronized;
+  const float* phi = nullptr;  // (n_heads): φ of each query head, s units (s = scale·q·k)
+  // (n_slots, n_heads): the last row max (s units) of each (slot, head); every unified row
+  // writes its max here, and with `follow` a finite entry is that row's φ. nullptr: not kept.
+  float* row_max = nullptr;
+  int follow = 0;
+  unsigned* fallbacks = nullptr;  // +1 per row recomputed synchronized; nullptr: not counted
 };
 
 // Bytes of fp32 partials for num_splits > 1 (0 for one split), and where the
@@ -59,8 +76,14 @@ void decode_workspace_assign(void* workspace, DecodeParams* p);
 // q, out, k and v); otherwise the generic kernel does.
 bool decode_uses_fast_kernel(const DecodeParams& p);
 
-// Resident CTAs per SM of the kernel decode_uses_fast_kernel picks (feeds the split plan).
-Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, DType dtype);
+// The type the unified split kernel that serves these parameters holds P in: fp16/bf16 for
+// the tensor-core kernel (head_dim 64, 128), fp32 for the CUDA-core ones. The range check of
+// backend/softmax_range.h and the center of row-following φ depend on it.
+UnifiedType decode_unified_type(const DecodeParams& p, DType dtype);
+
+// Resident CTAs per SM of the kernel decode_uses_fast_kernel and decode_uses_tensor_cores
+// pick (feeds the split plan).
+Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores, DType dtype);
 
 // Launches the split kernel (and the combine if num_splits > 1) on `stream`.
 // Checks the parameters it relies on (dtype, head_dim, grid limits, workspace);
@@ -72,10 +95,20 @@ template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Status launch_decode_split(const DecodeParams& p, cudaStream_t stream);
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_split_occupancy();
+// The tensor-core kernel (decode_mma_kernel.cuh, decode_mma_d*_*.cu): head_dim 64 and 128.
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+Status launch_decode_mma(const DecodeParams& p, cudaStream_t stream);
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+Result<int> decode_mma_occupancy();
 template <DType kDType, SoftmaxPolicy kPolicy>
 Status launch_decode_generic(const DecodeParams& p, cudaStream_t stream);
 template <DType kDType, SoftmaxPolicy kPolicy>
 Result<int> decode_generic_occupancy();
 Status launch_decode_combine(const DecodeParams& p, DType dtype, cudaStream_t stream);
+// The unified combine: sums the φ-relative partials, checks each row's range and recomputes
+// the splits of a failing row in the same CTA (combine_unified.cu). `type` is the type the
+// split kernel held P in (decode_unified_type): it sets the range and follow-φ's center.
+Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, UnifiedType type,
+                                     cudaStream_t stream);
 
 }  // namespace fdpp::cuda

@@ -30,6 +30,8 @@ struct CtaWork {
   int split = 0;
   int begin = 0;
   int end = 0;
+  int slot = -1;          // the sequence's cache slot; -1 when invalid (then begin == end)
+  int len = 0;            // the sequence's keys (all splits), after the clamps below
   int64_t kv_offset = 0;  // elements to (slot, kvh, position 0, dim 0) in the layer's K and V
 };
 
@@ -52,9 +54,25 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys
   const DecodeKeyRange r = decode_split_range(len, p.num_splits, w.split, tile_keys);
   w.begin = r.begin;
   w.end = r.end;
+  w.slot = slot_ok ? slot : -1;
+  w.len = len;
   w.kv_offset = (static_cast<int64_t>(slot_ok ? slot : 0) * p.n_kv_heads + w.kvh) *
                 static_cast<int64_t>(p.capacity) * p.head_dim;
   return w;
+}
+
+// φ of row (slot, h) of the unified softmax, in log2 units: with `follow` and a finite
+// previous row max r, r − the middle of the range of `type` for a row of `len` keys (so that
+// a row whose max did not move sits in the middle: m − φ = 4.5 for fp32 P, (L + 1.95) / 2
+// for fp16 P; as runtime/score_analysis.cpp models it); else the head's calibrated φ. The
+// split kernel and the combine of one launch must pass the same type (the one P is held in).
+__device__ __forceinline__ float unified_phi_log2(const DecodeParams& p, int slot, int h,
+                                                  UnifiedType type, int len) {
+  if (p.follow && p.row_max != nullptr && slot >= 0) {
+    const float r = p.row_max[static_cast<int64_t>(slot) * p.n_heads + h];
+    if (isfinite(r)) return r * kLog2e - unified_range_center(type, len);
+  }
+  return p.phi[h] * kLog2e;
 }
 
 // Index of row (b, h)'s partial of split s in part_m / part_l (× head_dim in part_acc).
@@ -170,8 +188,9 @@ struct SplitSoftmax<SoftmaxPolicy::kSynchronized> {
     }
   }
 };
-// Issue 4 adds SplitSoftmax<kUnifiedMax>: p = 2^(t - φ) with no max reduction
-// and scorr = 1 (the P·V step can then skip its rescale), m tracked only for
-// the range check and reported through publish().
+// The unified policy needs no SplitSoftmax: with φ known before the first key, the thread
+// that finishes a score exponentiates it on the spot (p = 2^(t - φ)) and adds it to its own
+// running max and sum, which are reduced once, after the split's last tile. So a tile costs
+// no max reduction, no rescale of the accumulator and one barrier less (the kernels' code).
 
 }  // namespace fdpp::cuda::decode

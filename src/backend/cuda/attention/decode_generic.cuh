@@ -4,6 +4,8 @@
 // fast kernel (decode_kernel.cuh); plain 4-byte loads of element pairs, one
 // tile of 32 keys in shared memory at a time. Correctness first: the models
 // that need speed have head_dim 64/128/256.
+// Unified softmax: warp w scores heads w, w + kWarps (one key per lane), so each
+// lane exponentiates its own score against φ and keeps its own max and sum.
 // Included only by decode_generic_*.cu (one instantiation per file).
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/decode_common.cuh"
+#include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/numeric.cuh"
 
@@ -24,16 +27,22 @@ constexpr int kGenericPairs = kDecodeMaxHeadDim / 2;  // element pairs per row, 
 // P·V items (head, dim pair) per thread: kMaxG heads × 128 pairs over 128 threads.
 constexpr int kGenericItems = kMaxG * kGenericPairs / kThreads;
 static_assert(kMaxG * kGenericPairs % kThreads == 0);
+static_assert(kGenericKeys == 32, "the score loop gives one key to each lane of a warp");
+static_assert(sizeof(FallbackSmem) <= 2 * kGenericKeys * kGenericPairs * 4, "fits in sk, sv");
 
 template <class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p) {
   static_assert(sizeof(T) == 2, "K/V are f16 or bf16");
-  __shared__ uint32_t sk[kGenericKeys * kGenericPairs];  // (key, dim pair): two T per word
-  __shared__ uint32_t sv[kGenericKeys * kGenericPairs];  // (key, dim pair)
+  constexpr bool kUnified = kPolicy == SoftmaxPolicy::kUnifiedMax;
+  // sk and sv adjacent: the fallback's shared memory aliases both once the loop is done.
+  __shared__ alignas(16) uint32_t skv[2][kGenericKeys * kGenericPairs];  // (K|V, key, dim pair)
+  uint32_t* sk = skv[0];  // (key, dim pair): two T per word
+  uint32_t* sv = skv[1];  // (key, dim pair)
   __shared__ float sq[kMaxG * kDecodeMaxHeadDim];        // (head, dim): q · scale · log2(e)
   __shared__ float sp[kMaxG][kGenericKeys];              // (head, key)
   __shared__ float scorr[kMaxG];
   __shared__ float sm_m[kMaxG], sm_l[kMaxG];
+  __shared__ int s_bad[kMaxG];  // (head): unified, one split: the row fails its check
 
   const CtaWork w = cta_work(p, kGenericKeys);
   if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
@@ -52,8 +61,20 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
   const uint32_t* kg = reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.k) + w.kv_offset);
   const uint32_t* vg = reinterpret_cast<const uint32_t*>(static_cast<const T*>(p.v) + w.kv_offset);
 
-  SplitSoftmax<kPolicy> softmax;
+  SplitSoftmax<SoftmaxPolicy::kSynchronized> softmax;  // the synchronized policy's state
   softmax.init();
+  // Unified: heads warp + j·kWarps of this lane: φ, and running max and sum of its keys.
+  const int warp = tid / 32, lane = tid % 32;
+  float u_phi[kHeadsPerWarp], u_m[kHeadsPerWarp], u_l[kHeadsPerWarp];
+#pragma unroll
+  for (int j = 0; j < kHeadsPerWarp; ++j) {
+    const int g = warp + j * kWarps;
+    u_phi[j] = kUnified && g < gc
+                   ? unified_phi_log2(p, w.slot, w.h0 + g, UnifiedType::kF32, w.len)
+                   : 0.f;
+    u_m[j] = -INFINITY;
+    u_l[j] = 0.f;
+  }
   float acc[kGenericItems][2];
 #pragma unroll
   for (int it = 0; it < kGenericItems; ++it) acc[it][0] = acc[it][1] = 0.f;
@@ -76,8 +97,11 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
     }
     __syncthreads();
 
-    for (int i = tid; i < gc * kGenericKeys; i += kThreads) {
-      const int g = i / kGenericKeys, r = i % kGenericKeys;
+    // Head g = warp + j·kWarps, key r = lane (kGenericKeys == 32).
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) {
+      const int g = warp + j * kWarps, r = lane;
+      if (g >= gc) break;  // uniform per warp
       const float* qg = sq + g * D;
       const uint32_t* kr = sk + r * DP;
       float s = 0.f;
@@ -86,18 +110,31 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
         s = fmaf(qg[2 * c], kf.x, s);
         s = fmaf(qg[2 * c + 1], kf.y, s);
       }
-      sp[g][r] = key0 + r < w.end ? s : -INFINITY;
+      const bool valid = key0 + r < w.end;
+      if constexpr (kUnified) {
+        // softmax(t) = 2^(t - φ) / Σ 2^(t - φ) for any φ: p is final right here.
+        const float pk = valid ? exp2f(s - u_phi[j]) : 0.f;
+        sp[g][r] = pk;
+        if (valid) {
+          u_m[j] = fmaxf(u_m[j], s);
+          u_l[j] += pk;
+        }
+      } else {
+        sp[g][r] = valid ? s : -INFINITY;
+      }
     }
     __syncthreads();
-    softmax.template step<kGenericKeys>(sp, scorr, gc);
-    __syncthreads();
+    if constexpr (!kUnified) {
+      softmax.template step<kGenericKeys>(sp, scorr, gc);
+      __syncthreads();
+    }
 
 #pragma unroll
     for (int it = 0; it < kGenericItems; ++it) {
       const int i = tid + it * kThreads;
       const int g = i / DP, c = i % DP;
       if (g < gc) {
-        const float corr = scorr[g];
+        const float corr = kUnified ? 1.f : scorr[g];
         float a0 = acc[it][0] * corr, a1 = acc[it][1] * corr;
         for (int k = 0; k < kGenericKeys; ++k) {
           const float pk = sp[g][k];
@@ -111,16 +148,41 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
     }
   }
 
-  softmax.publish(sm_m, sm_l, gc);
+  if constexpr (kUnified) {
+#pragma unroll
+    for (int j = 0; j < kHeadsPerWarp; ++j) {
+      const int g = warp + j * kWarps;
+      if (g >= gc) break;  // uniform per warp
+      const float m = warp_max(u_m[j]), l = warp_sum(u_l[j]);
+      if (lane == 0) {
+        sm_m[g] = m;
+        sm_l[g] = l;
+        // With one split this is the whole row: its range check (a NaN fails it).
+        s_bad[g] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - u_phi[j]) && l > 0.f &&
+                     isfinite(l));
+      }
+    }
+  } else {
+    softmax.publish(sm_m, sm_l, gc);
+  }
   __syncthreads();
 #pragma unroll
   for (int it = 0; it < kGenericItems; ++it) {
     const int i = tid + it * kThreads;
     const int g = i / DP, c = i % DP;
     if (g < gc) {
+      if constexpr (kUnified) {
+        if (p.num_splits == 1 &&
+            !(isfinite(acc[it][0] / sm_l[g]) && isfinite(acc[it][1] / sm_l[g])))
+          s_bad[g] = 1;  // an output overflowed
+      }
       store_result<T>(p, w, g, 2 * c, acc[it][0], sm_m[g], sm_l[g]);
       store_result<T>(p, w, g, 2 * c + 1, acc[it][1], sm_m[g], sm_l[g]);
     }
+  }
+  if constexpr (kUnified) {
+    if (p.num_splits == 1)  // uniform; finish_single_split starts with a barrier
+      finish_single_split<T>(p, w, s_bad, sm_m, *reinterpret_cast<FallbackSmem*>(&skv[0][0]));
   }
 }
 

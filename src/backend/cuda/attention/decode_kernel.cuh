@@ -14,6 +14,13 @@
 //    tile's keys by residue, so the accumulator is 8 floats per item whatever
 //    the group size; the ks partials are summed through shared memory once, at
 //    the end of the split.
+//  - Softmax, synchronized: a separate step per tile (SplitSoftmax) finds the tile
+//    max of each head, rescales, and turns the scores into probabilities.
+//  - Softmax, unified (issue 4): lane g of each key row owns head g: right after
+//    the Q·K reduction it writes p = 2^(t - φ_g) instead of t and adds p to its own
+//    sum and t to its own max, reduced once after the last tile. No step, no
+//    rescale, one barrier less per tile. With one split the CTA checks its rows and
+//    recomputes the failing ones (decode_fallback.cuh); otherwise the combine does.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,6 +30,7 @@
 
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/decode_common.cuh"
+#include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/numeric.cuh"
 
@@ -45,6 +53,9 @@ struct FastTile {
   static_assert((kKeys * kLanes) % kThreads == 0, "every thread issues the same copies");
   static_assert(kKeys == decode_tile_keys(kD, true), "split_plan.h must agree on the tile");
   static_assert(kKeys <= 64, "the softmax step holds at most two keys per lane");
+  static_assert(kLanes >= kMaxG, "unified: lane g of a key row owns head g");
+  static_assert(2 * kRows <= kKeys, "unified: the row partials of m and l fit in sp");
+  static_assert(sizeof(FallbackSmem) <= 2 * kKeys * kD * sizeof(T), "fallback fits in sk");
   // The end-of-split reduction reuses the K stages: n_items ≤ kItems·kRows rows of kD floats.
   static_assert(kItems * kRows * kD * 4 <= 2 * kKeys * kD * static_cast<int>(sizeof(T)),
                 "the ks partials must fit in the K stage buffers");
@@ -79,12 +90,14 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   using Tile = FastTile<kD, T>;
   constexpr int kVec = Tile::kVec, kLanes = Tile::kLanes, kRows = Tile::kRows;
   constexpr int kKeys = Tile::kKeys, kItems = Tile::kItems;
+  constexpr bool kUnified = kPolicy == SoftmaxPolicy::kUnifiedMax;
 
   __shared__ alignas(16) T sk[2][kKeys * kD];  // (stage, key, dim)
   __shared__ alignas(16) T sv[2][kKeys * kD];  // (stage, key, dim)
   __shared__ float sp[kMaxG][kKeys];           // (head, key): scores, then probabilities
   __shared__ float scorr[kMaxG];               // (head): this tile's accumulator rescale
   __shared__ float sm_m[kMaxG], sm_l[kMaxG];   // (head): the split's final m and l
+  __shared__ int s_bad[kMaxG];                 // (head): unified, one split: the row fails
 
   const CtaWork w = cta_work(p, kKeys);
   if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
@@ -126,8 +139,14 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   const T* kg = static_cast<const T*>(p.k) + w.kv_offset;  // (capacity, D) of (slot, kvh)
   const T* vg = static_cast<const T*>(p.v) + w.kv_offset;  // (capacity, D)
   const int n_tiles = ceil_div(w.end - w.begin, kKeys);
-  SplitSoftmax<kPolicy> softmax;
+  SplitSoftmax<SoftmaxPolicy::kSynchronized> softmax;  // the synchronized policy's state
   softmax.init();
+  // Unified: this thread's head (lane g < gc owns head g), its φ, and its running max and
+  // sum over the keys of its row group: registers, reduced across row groups at the end.
+  float u_phi = 0.f, u_m = -INFINITY, u_l = 0.f;
+  if constexpr (kUnified) {
+    if (lane < gc) u_phi = unified_phi_log2(p, w.slot, w.h0 + lane, UnifiedType::kF32, w.len);
+  }
 
   issue_tile<kD, T>(sk[0], sv[0], kg, vg, w.begin, w.begin, w.end);
   for (int t = 0; t < n_tiles; ++t) {
@@ -157,13 +176,27 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
 #pragma unroll
           for (int e = 0; e < kVec; ++e) s = fmaf(q[g][e], kf[e], s);
           s = group_sum<kLanes>(s);
-          if (lane == 0) sp[g][r] = valid ? s : -INFINITY;
+          if constexpr (kUnified) {
+            // softmax(t) = 2^(t - φ) / Σ 2^(t - φ) for any φ: p is final right here.
+            if (lane == g) {
+              const float pk = valid ? exp2f(s - u_phi) : 0.f;
+              sp[g][r] = pk;
+              if (valid) {
+                u_m = fmaxf(u_m, s);
+                u_l += pk;
+              }
+            }
+          } else {
+            if (lane == 0) sp[g][r] = valid ? s : -INFINITY;
+          }
         }
       }
     }
     __syncthreads();
-    softmax.template step<kKeys>(sp, scorr, gc);
-    __syncthreads();
+    if constexpr (!kUnified) {
+      softmax.template step<kKeys>(sp, scorr, gc);
+      __syncthreads();
+    }
 
     // ---- acc = acc·corr + Σ_k p_k·v_k over this item's keys ----
     const T* vt = sv[stage] + lane * kVec;
@@ -172,9 +205,11 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
       const int item = row + it * kRows;
       if (item < n_items) {
         const int g = item / ks_count, ks = item % ks_count;
-        const float corr = scorr[g];
+        if constexpr (!kUnified) {
+          const float corr = scorr[g];
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[it][e] *= corr;
+          for (int e = 0; e < kVec; ++e) acc[it][e] *= corr;
+        }
 #pragma unroll 4
         for (int k = ks; k < kKeys; k += ks_count) {
           const float pk = sp[g][k];
@@ -190,7 +225,15 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   cp_async_wait<0>();  // only empty groups remain; nothing may land in sk below
 
   // ---- sum the ks partials of each head and store ----
-  softmax.publish(sm_m, sm_l, gc);
+  if constexpr (kUnified) {
+    // (head, row group) partials of m and l into sp, free since the loop's last barrier.
+    if (lane < gc) {
+      sp[lane][row] = u_m;
+      sp[lane][kRows + row] = u_l;
+    }
+  } else {
+    softmax.publish(sm_m, sm_l, gc);
+  }
   float* red = reinterpret_cast<float*>(&sk[0][0]);  // (n_items, D) fp32, reusing stage 0..1
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
@@ -202,11 +245,34 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
     }
   }
   __syncthreads();
+  if constexpr (kUnified) {
+    if (tid < gc) {
+      float m = -INFINITY, l = 0.f;
+      for (int r = 0; r < kRows; ++r) {
+        m = fmaxf(m, sp[tid][r]);
+        l += sp[tid][kRows + r];
+      }
+      sm_m[tid] = m;
+      sm_l[tid] = l;
+      // With one split this is the whole row: its range check (a NaN fails it).
+      const float phi = unified_phi_log2(p, w.slot, w.h0 + tid, UnifiedType::kF32, w.len);
+      s_bad[tid] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - phi) && l > 0.f &&
+                     isfinite(l));
+    }
+    __syncthreads();
+  }
   for (int i = tid; i < gc * kD; i += kThreads) {
     const int g = i / kD, d = i % kD;
     float o = 0.f;
     for (int ks = 0; ks < ks_count; ++ks) o += red[(g * ks_count + ks) * kD + d];
+    if constexpr (kUnified) {
+      if (p.num_splits == 1 && !isfinite(o / sm_l[g])) s_bad[g] = 1;  // an output overflowed
+    }
     store_result<T>(p, w, g, d, o, sm_m[g], sm_l[g]);
+  }
+  if constexpr (kUnified) {
+    if (p.num_splits == 1)  // uniform; finish_single_split starts with a barrier
+      finish_single_split<T>(p, w, s_bad, sm_m, *reinterpret_cast<FallbackSmem*>(&sk[0][0]));
   }
 }
 

@@ -1,6 +1,7 @@
 // The prefill attention launcher: checks the op's arguments, then a closed switch over
-// (head_dim, dtype) picks the tensor-core instantiation (house rule 4); any other even head_dim
-// up to 256 takes the generic SIMT kernel.
+// (head_dim, dtype, softmax policy) picks the tensor-core instantiation (house rule 4); any
+// other even head_dim up to 256 takes the generic SIMT kernel (both policies at run time).
+// With args.stats set it also launches the score statistics pass of fdpp calibrate.
 #include "backend/cuda/attention/prefill.h"
 
 #include <cmath>
@@ -8,6 +9,8 @@
 #include <string>
 
 #include "backend/cuda/attention/prefill_params.h"
+#include "backend/cuda/attention/score_stats.h"
+#include "backend/softmax_range.h"
 
 namespace fdpp::cuda {
 namespace {
@@ -31,13 +34,40 @@ bool aligned(const void* p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
+// An optional tensor: empty, or exactly (dtype, shape) on the GPU.
+Status check_optional(const char* name, const Tensor& t, DType dtype, const Shape& shape) {
+  return t.empty() ? Status::Ok() : check_tensor(name, t, dtype, shape);
+}
+
+template <SoftmaxPolicy kPolicy>
+Status launch_mma(const PrefillParams& p, DType dtype, int head_dim, cudaStream_t stream) {
+  const bool f16 = dtype == DType::kF16;
+  switch (head_dim) {
+    case 64:
+      return f16 ? launch_prefill_mma<DType::kF16, 64, kPolicy>(p, stream)
+                 : launch_prefill_mma<DType::kBF16, 64, kPolicy>(p, stream);
+    case 128:
+      return f16 ? launch_prefill_mma<DType::kF16, 128, kPolicy>(p, stream)
+                 : launch_prefill_mma<DType::kBF16, 128, kPolicy>(p, stream);
+    default: break;
+  }
+  return Internal("attention_prefill: no tensor-core kernel for head_dim " + str(head_dim));
+}
+
 }  // namespace
 
 Status run_attention_prefill(const AttentionPrefillArgs& args, DType dtype, int num_sms,
                              cudaStream_t stream) {
+  return run_attention_prefill_batched(args, 1, dtype, num_sms, stream);
+}
+
+Status run_attention_prefill_batched(const AttentionPrefillArgs& args, int batch, DType dtype,
+                                     int num_sms, cudaStream_t stream) {
   // num_sms is not needed yet: the grid is (n_heads, ceil(T / 128)) whatever the GPU. It is
   // the input for a smaller Q tile (or a KV split) when that grid is under one wave.
   (void)num_sms;
+  if (batch < 1 || batch > 65535)
+    return InvalidArgument("attention_prefill: batch " + str(batch) + " outside [1, 65535]");
   if (dtype != DType::kF16 && dtype != DType::kBF16)
     return Unsupported(std::string("attention_prefill: dtype ") + dtype_name(dtype) +
                        " (the CUDA kernels take f16 or bf16)");
@@ -50,17 +80,34 @@ Status run_attention_prefill(const AttentionPrefillArgs& args, DType dtype, int 
   if (args.layer < 0 || args.layer >= l.n_layers)
     return OutOfRange("attention_prefill: layer " + str(args.layer) + " outside [0, " +
                       str(l.n_layers) + ")");
-  if (args.slot < 0 || args.slot >= l.n_slots)
-    return OutOfRange("attention_prefill: slot " + str(args.slot) + " outside [0, " +
-                      str(l.n_slots) + ")");
-  if (args.q.rank() != 3)
+  if (args.slot < 0 || args.slot + batch > l.n_slots)
+    return OutOfRange("attention_prefill: slots [" + str(args.slot) + ", " +
+                      str(args.slot + batch) + ") outside [0, " + str(l.n_slots) + ")");
+  if (args.q.rank() != 3 || args.q.size(0) % batch != 0)
     return InvalidArgument("attention_prefill: q " + args.q.describe() +
-                           " is not (T, n_heads, head_dim)");
-  const int64_t T = args.q.size(0);
+                           " is not (batch·T, n_heads, head_dim)");
+  const int64_t T = args.q.size(0) / batch;
   const int64_t n_heads = args.q.size(1);
   const int head_dim = l.head_dim;
-  FDPP_RETURN_IF_ERROR(check_tensor("q", args.q, dtype, Shape{T, n_heads, head_dim}));
-  FDPP_RETURN_IF_ERROR(check_tensor("out", args.out, dtype, Shape{T, n_heads, head_dim}));
+  FDPP_RETURN_IF_ERROR(check_tensor("q", args.q, dtype, Shape{batch * T, n_heads, head_dim}));
+  FDPP_RETURN_IF_ERROR(check_tensor("out", args.out, dtype, Shape{batch * T, n_heads, head_dim}));
+  const AttentionSoftmaxArgs& sm = args.softmax;
+  const bool unified = sm.mode == SoftmaxMode::kUnified;
+  if (unified)
+    FDPP_RETURN_IF_ERROR(check_tensor("softmax.phi", sm.phi, DType::kF32, Shape{n_heads}));
+  FDPP_RETURN_IF_ERROR(
+      check_optional("softmax.row_max", sm.row_max, DType::kF32, Shape{l.n_slots, n_heads}));
+  FDPP_RETURN_IF_ERROR(check_optional("softmax.fallbacks", sm.fallbacks, DType::kI32, Shape{1}));
+  const ScoreStatsArgs& st = args.stats;
+  const bool stats = !st.histogram.empty();
+  if (stats) {
+    if (batch != 1) return InvalidArgument("attention_prefill: score statistics need batch 1");
+    FDPP_RETURN_IF_ERROR(check_tensor("stats.histogram", st.histogram, DType::kI32,
+                                      Shape{kScoreBins}));
+    FDPP_RETURN_IF_ERROR(check_tensor("stats.minmax", st.minmax, DType::kF32, Shape{2}));
+    FDPP_RETURN_IF_ERROR(
+        check_optional("stats.row_max", st.row_max, DType::kF32, Shape{T, n_heads}));
+  }
   if (n_heads < 1 || l.n_kv_heads < 1 || n_heads % l.n_kv_heads != 0)
     return InvalidArgument("attention_prefill: q has " + str(n_heads) +
                            " heads, not a positive multiple of the cache's " +
@@ -105,23 +152,42 @@ Status run_attention_prefill(const AttentionPrefillArgs& args, DType dtype, int 
   p.group = static_cast<int>(n_heads / l.n_kv_heads);
   p.capacity = l.capacity;
   p.start_pos = args.start_pos;
-  p.scale_log2 = args.scale * 1.4426950408889634f;  // log2(e)
+  p.scale_log2 = args.scale * kLog2e;
+  p.batch = batch;
+  p.q_batch_stride = T * n_heads * head_dim;
+  p.kv_batch_stride = static_cast<int64_t>(l.n_kv_heads) * l.capacity * head_dim;  // a slot
+  p.policy = unified ? SoftmaxPolicy::kUnifiedMax : SoftmaxPolicy::kSynchronized;
+  p.phi = unified ? sm.phi.ptr<float>() : nullptr;
+  p.fallbacks = sm.fallbacks.empty() ? nullptr : sm.fallbacks.ptr<unsigned>();
+  // (n_slots, n_heads) → this slot's row; one sequence only (a batch would race on it).
+  p.last_row_max = sm.row_max.empty() || batch != 1
+                       ? nullptr
+                       : sm.row_max.ptr<float>() + static_cast<int64_t>(args.slot) * n_heads;
+
+  if (stats) {
+    ScoreStatsParams sp;
+    sp.q = p.q;
+    sp.k = p.k;
+    sp.T = p.T;
+    sp.n_heads = p.n_heads;
+    sp.group = p.group;
+    sp.capacity = p.capacity;
+    sp.head_dim = head_dim;
+    sp.start_pos = p.start_pos;
+    sp.scale = args.scale;
+    sp.histogram = st.histogram.ptr<int>();
+    sp.minmax = st.minmax.ptr<float>();
+    sp.row_max = st.row_max.empty() ? nullptr : st.row_max.ptr<float>();
+    FDPP_RETURN_IF_ERROR(run_score_stats(sp, dtype, stream));
+  }
 
   // cp.async moves 16-byte chunks; a view offset that breaks that alignment (possible only
   // through a hand-made Tensor) takes the generic kernel rather than faulting.
   const bool mma_ok = aligned(p.q, 16) && aligned(p.out, 16) && aligned(p.k, 16) &&
                       aligned(p.v, 16);
-  if (mma_ok) {
-    switch (head_dim) {
-      case 64:
-        return dtype == DType::kF16 ? launch_prefill_mma<DType::kF16, 64>(p, stream)
-                                    : launch_prefill_mma<DType::kBF16, 64>(p, stream);
-      case 128:
-        return dtype == DType::kF16 ? launch_prefill_mma<DType::kF16, 128>(p, stream)
-                                    : launch_prefill_mma<DType::kBF16, 128>(p, stream);
-      default: break;  // no tensor-core instantiation: generic below
-    }
-  }
+  if (mma_ok && (head_dim == 64 || head_dim == 128))
+    return unified ? launch_mma<SoftmaxPolicy::kUnifiedMax>(p, dtype, head_dim, stream)
+                   : launch_mma<SoftmaxPolicy::kSynchronized>(p, dtype, head_dim, stream);
   if (!aligned(p.q, 4) || !aligned(p.out, 4) || !aligned(p.k, 4) || !aligned(p.v, 4))
     return InvalidArgument("attention_prefill: q, out and the KV cache must be 4-byte aligned");
   return launch_prefill_generic(p, dtype, head_dim, stream);

@@ -37,6 +37,22 @@ constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
   return head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 
+// Which fast kernel serves head_dim 64/128: the tensor-core one (decode_mma_kernel.cuh: Q·K
+// and P·V as mma.m16n8k16 with the group's query heads on the 8-wide side, 2 CTAs/SM) or
+// the CUDA-core one (decode_kernel.cuh: 2·group·head_dim FMAs per key, 32 KB of shared
+// memory, up to 7 CTAs/SM). Measured on the H200 (fdpp bench-attention, fp16, D = 128,
+// 2026-11-30): the tensor cores win every GQA configuration (32/8, B1 L32768: 46 vs 80 µs)
+// and MHA up to ~8K keys in all (B1 L1024: 11.9 vs 16.0 µs), but with batch × length at or
+// above 16K keys MHA is pure streaming and the CUDA-core kernel's occupancy keeps more
+// bytes in flight (B8 L8192: 256 vs 304 µs; B1 L32768: 143 vs 157 µs).
+// max_length 0 (unknown) picks the tensor cores.
+inline constexpr int64_t kDecodeMhaCudaCoreMinKeys = 16384;
+constexpr bool decode_uses_tensor_cores(int head_dim, bool fast_kernel, int group, int batch,
+                                        int max_length) {
+  if (!fast_kernel || (head_dim != 64 && head_dim != 128)) return false;
+  return !(group == 1 && int64_t{batch} * max_length >= kDecodeMhaCudaCoreMinKeys);
+}
+
 // Keys per shared-memory tile of the kernel that runs this head_dim (16-bit elements).
 constexpr int decode_tile_keys(int head_dim, bool fast_kernel) {
   return fast_kernel ? kDecodeTileBytes / (head_dim * 2) : kDecodeGenericTileKeys;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/ops/ops.h"
 
 namespace fdpp::cuda {
 namespace {
@@ -48,9 +49,9 @@ void CublasLtGemm::destroy(Plan& plan) {
   plan = Plan{};
 }
 
-Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key) {
+Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key, const void* bias) {
   if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
-  const auto [m, n, k, dtype, accumulate, align_x, align_w, align_y] = key;
+  const auto [m, n, k, dtype, accumulate, align_x, align_w, align_y, align_bias] = key;
   const cudaDataType_t type = cuda_type(dtype);
 
   Plan p;
@@ -68,6 +69,20 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key) {
                                                    sizeof(trans_a)));
   FDPP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
                                                    sizeof(trans_b)));
+  if (align_bias > 0) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    FDPP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                     &epilogue, sizeof(epilogue)));
+    // Spelled out although it is the default (D's type): the bias is stored like the
+    // activations, f16 or bf16, never fp32.
+    const int32_t bias_type = type;
+    FDPP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                     &bias_type, sizeof(bias_type)));
+    // The heuristic does not dereference the pointer but derives the alignment it may
+    // assume from it; run() sets each call's own pointer (same alignment class).
+    FDPP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &bias, sizeof(bias)));
+  }
   FDPP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, type, static_cast<uint64_t>(k),
                                                static_cast<uint64_t>(n), k));  // W: K × N
   FDPP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, type, static_cast<uint64_t>(k),
@@ -96,8 +111,9 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key) {
   FDPP_CUBLAS_CHECK(st);
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
     return Unsupported(fmt::format(
-        "cuBLASLt has no algorithm for linear M={} N={} K={} {}{} (alignment x {} w {} y {})", m,
-        n, k, dtype_name(dtype), accumulate ? " accumulate" : "", align_x, align_w, align_y));
+        "cuBLASLt has no algorithm for linear M={} N={} K={} {}{}{} (alignment x {} w {} y {}{})",
+        m, n, k, dtype_name(dtype), accumulate ? " accumulate" : "", align_bias ? " bias" : "",
+        align_x, align_w, align_y, align_bias ? fmt::format(" bias {}", align_bias) : ""));
   p.algo = result.algo;
   p.workspace = result.workspaceSize;
   guard.p = nullptr;
@@ -109,19 +125,42 @@ Status CublasLtGemm::run(const LinearParams& p, cudaStream_t stream) {
     return Unsupported(fmt::format("linear: dtype {} (cuBLASLt path takes f16/bf16)",
                                    dtype_name(p.dtype)));
   if (p.m <= 0 || p.n <= 0) return Status::Ok();
-  if (p.k <= 0) {  // an empty sum: y = 0, or y unchanged when accumulating
-    if (p.accumulate) return Status::Ok();
-    FDPP_CUDA_CHECK(cudaMemsetAsync(p.y, 0, static_cast<size_t>(p.m * p.n) * 2, stream));
-    return Status::Ok();
+  const BiasAddParams bias_add{p.y, p.bias, p.m, p.n};
+  if (p.k <= 0) {  // an empty sum: y = 0 (+ bias), or y (+ bias) when accumulating
+    if (!p.accumulate)
+      FDPP_CUDA_CHECK(cudaMemsetAsync(p.y, 0, static_cast<size_t>(p.m * p.n) * 2, stream));
+    return p.bias ? run_bias_add(bias_add, p.dtype, stream) : Status::Ok();
   }
-  const Key key{p.m, p.n, p.k, p.dtype, p.accumulate,
-                alignment_of(p.x), alignment_of(p.w), alignment_of(p.y)};
-  FDPP_ASSIGN_OR_RETURN(const Plan* plan, this->plan(key));
   const float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
+  const uint32_t align_x = alignment_of(p.x), align_w = alignment_of(p.w),
+                 align_y = alignment_of(p.y);
+  // The fused bias: 16-byte aligned biases only (smaller alignments have failed at run
+  // time in other engines' use of this epilogue, whatever the heuristic promised).
+  if (p.bias != nullptr && alignment_of(p.bias) >= 16) {
+    const Key key{p.m,    p.n,    p.k,    p.dtype, p.accumulate,
+                  align_x, align_w, align_y, alignment_of(p.bias)};
+    if (!no_bias_algo_.count(key)) {
+      auto planned = this->plan(key, p.bias);
+      if (planned.ok()) {
+        const Plan* plan = *planned;
+        // The plan is shared by every weight of this shape: point it at this call's bias.
+        FDPP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+            plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)));
+        FDPP_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, p.w, plan->a, p.x, plan->b,
+                                         &beta, p.y, plan->c, p.y, plan->c, &plan->algo,
+                                         workspace_.data(), plan->workspace, stream));
+        return Status::Ok();
+      }
+      if (planned.status().code() != StatusCode::kUnsupported) return planned.status();
+      no_bias_algo_.insert(key);  // remembered: the heuristic is not asked again per call
+    }
+  }
+  const Key key{p.m, p.n, p.k, p.dtype, p.accumulate, align_x, align_w, align_y, 0u};
+  FDPP_ASSIGN_OR_RETURN(const Plan* plan, this->plan(key, nullptr));
   FDPP_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, p.w, plan->a, p.x, plan->b, &beta,
                                    p.y, plan->c, p.y, plan->c, &plan->algo, workspace_.data(),
                                    plan->workspace, stream));
-  return Status::Ok();
+  return p.bias ? run_bias_add(bias_add, p.dtype, stream) : Status::Ok();
 }
 
 }  // namespace fdpp::cuda

@@ -7,6 +7,11 @@
 // row-major order; m = N, n = M, k = K in cuBLAS's names.
 // Accumulate is beta = 1 with C = D = y (in place; cuBLASLt allows C == D when
 // their layouts match); otherwise beta = 0 and y's old contents are not read.
+// Bias is CUBLASLT_EPILOGUE_BIAS: a vector of D's length-of-column N (y's row
+// length), in the activation dtype (cuBLASLt's default bias type for f16/bf16 D),
+// added after alpha·AB + beta·C, so y (+)= x·Wᵀ + b in one pass. A bias below
+// 16-byte alignment, or a shape for which cuBLASLt offers no bias algorithm, is
+// added by a separate kernel after the GEMM instead (ops/bias_add.cu).
 //
 // Graph safety: the descriptors and the algorithm of a shape are created on the
 // first call of that shape (the engine's warm-up, before capture) and cached;
@@ -19,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "core/dtype.h"
@@ -36,6 +42,7 @@ struct LinearParams {
   int64_t k = 0;
   DType dtype = DType::kF16;  // x, w and y: f16 or bf16
   bool accumulate = false;    // y += x·wᵀ (the residual add as the GEMM's epilogue)
+  const void* bias = nullptr;  // (n), dtype: added to every row of y; nullptr: none
 };
 
 class CublasLtGemm {
@@ -53,9 +60,11 @@ class CublasLtGemm {
   size_t cached_shapes() const { return plans_.size(); }
 
  private:
-  // (m, n, k, dtype, accumulate, alignment of x, w, y): the heuristic's answer
-  // depends on pointer alignment, so a less aligned view gets its own plan.
-  using Key = std::tuple<int64_t, int64_t, int64_t, DType, bool, uint32_t, uint32_t, uint32_t>;
+  // (m, n, k, dtype, accumulate, alignment of x, w, y, alignment of the bias or 0 for
+  // none): the heuristic's answer depends on pointer alignment (the bias's too, which
+  // it reads from the descriptor's bias pointer), so a less aligned view gets its own plan.
+  using Key = std::tuple<int64_t, int64_t, int64_t, DType, bool, uint32_t, uint32_t, uint32_t,
+                         uint32_t>;
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr;  // W as K × N, ld K
@@ -66,12 +75,14 @@ class CublasLtGemm {
   };
 
   CublasLtGemm(cublasLtHandle_t handle, Buffer workspace);
-  Result<const Plan*> plan(const Key& key);
+  // `bias`: the bias pointer of the first call (the heuristic assumes its alignment).
+  Result<const Plan*> plan(const Key& key, const void* bias);
   static void destroy(Plan& plan);
 
   cublasLtHandle_t handle_ = nullptr;
   Buffer workspace_;
   std::map<Key, Plan> plans_;
+  std::set<Key> no_bias_algo_;  // bias keys cuBLASLt has no algorithm for: bias_add fallback
 };
 
 }  // namespace fdpp::cuda

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "backend/backend.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 
@@ -68,6 +69,43 @@ struct SiluMulParams {
   int64_t ffn = 0;
 };
 Status run_silu_mul(const SiluMulParams& p, DType dtype, cudaStream_t stream);
+
+// out[t, :] = T((x[t, :] - mean) · rsqrt(var + eps) · weight + bias), mean and variance
+// in fp32 (two passes over the row), the affine map in fp32 and one rounding, as
+// torch's LayerNorm kernel does in half precision; out may alias x.
+struct LayerNormParams {
+  const void* x = nullptr;       // (rows, hidden)
+  const void* weight = nullptr;  // (hidden)
+  const void* bias = nullptr;    // (hidden)
+  void* out = nullptr;           // (rows, hidden)
+  int64_t rows = 0;
+  int hidden = 0;
+  float eps = 0.f;
+};
+Status run_layernorm(const LayerNormParams& p, DType dtype, cudaStream_t stream);
+
+// out[t, :] = T(out[t, :] + table[ids[t], :]) (the fp32 sum rounded once); an id outside
+// [0, vocab) adds nothing (the engine validates ids on the host).
+Status run_embed_add(const EmbeddingParams& p, DType dtype, cudaStream_t stream);
+
+// out = T(act(x)) elementwise, act in fp32 (relu: x < 0 ? 0 : x; gelu: exact erf form);
+// out may alias x.
+struct ActivationParams {
+  const void* x = nullptr;  // (n)
+  void* out = nullptr;      // (n)
+  int64_t n = 0;
+  Activation kind = Activation::kRelu;
+};
+Status run_activation(const ActivationParams& p, DType dtype, cudaStream_t stream);
+
+// y[m, :] = T(y[m, :] + bias): a linear layer's bias when no GEMM epilogue can add it.
+struct BiasAddParams {
+  void* y = nullptr;           // (rows, cols)
+  const void* bias = nullptr;  // (cols)
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+Status run_bias_add(const BiasAddParams& p, DType dtype, cudaStream_t stream);
 
 // ids[b] = the lowest v with logits[b, v] maximal; NaN never wins; an all-NaN row gives 0.
 struct ArgmaxParams {

@@ -1,0 +1,179 @@
+// Merges the split partials of the unified-max decode kernels (decode.h): every split's l
+// and acc are relative to the same φ, so the row's output is just
+//   out = Σ_s acc_s / Σ_s l_s
+// with no exponentials and no rescale, and the row max m* = max_s m_s (each split's local
+// max, tracked in registers) is known for the range check of backend/softmax_range.h.
+//
+// A row that fails the check (m* − φ outside [a, b], a non-finite or zero den, a
+// non-finite output) is recomputed here, in the same CTA: the splits whose φ-relative
+// partial cannot be trusted are redone with the synchronized softmax (decode_fallback.cuh)
+// over the same key ranges, and all partials are merged with their own reference
+// exponents in double precision, whose range (2^±1022) no score difference can leave:
+//  * a row whose max is too far below φ (m* − φ < a) may have lost terms to underflow in
+//    every split: all its splits are redone;
+//  * otherwise a split is redone only if its own max overflowed (m_s − φ > b) or its
+//    partial is not finite; the others lost at most len·2^-126 against a den above 2^b.
+// The common path pays one pass over the partials, as the synchronized combine does.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/decode_common.cuh"
+#include "backend/cuda/attention/decode_fallback.cuh"
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+
+namespace fdpp::cuda {
+namespace {
+
+using decode::FallbackSmem;
+using decode::kThreads;
+using decode::unified_phi_log2;
+
+// An empty split (no keys) is m = -inf, l = 0 with acc unwritten. A split whose scores
+// are all NaN also has m = -inf (fmaxf drops NaN), but its l is NaN: it is not empty.
+__device__ __forceinline__ bool split_has_keys(float m, float l) {
+  return m != -INFINITY || l != 0.f;
+}
+
+// The fallback of one row (rare): recompute the distrusted splits, merge in double.
+template <class T>
+__device__ void recompute_row(const DecodeParams& p, int b, int h, int slot, int len,
+                              float phi, float m_star, bool whole_row, UnifiedType type,
+                              FallbackSmem& sm) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int S = p.num_splits, D = p.head_dim;
+  const int64_t row = static_cast<int64_t>(b) * p.n_heads + h;
+  const float* pm = p.part_m + row * S;          // (S)
+  const float* pl = p.part_l + row * S;          // (S)
+  const float* pacc = p.part_acc + row * S * D;  // (S, D)
+  const UnifiedRange range = unified_range(type, len);
+  const int64_t kv_offset = (static_cast<int64_t>(slot) * p.n_kv_heads + h / p.group) *
+                            static_cast<int64_t>(p.capacity) * D;
+  const T* q_row = static_cast<const T*>(p.q) + row * D;  // (D)
+  // Weights 2^(ref_s − ref) with ref the row max: in double no term under- or overflows.
+  const double ref = isfinite(m_star) ? m_star : 0.0;
+  double num0 = 0.0, num1 = 0.0, den = 0.0;  // dims tid and tid + kThreads
+  float row_max = -INFINITY;
+  for (int s = 0; s < S; ++s) {
+    if (!split_has_keys(pm[s], pl[s])) continue;
+    bool finite = isfinite(pl[s]);
+    for (int d = tid; d < D; d += kThreads) finite = finite && isfinite(pacc[s * D + d]);
+    const bool redo = __syncthreads_or(whole_row || !(pm[s] - phi <= range.hi) || !finite);
+    double w, l_s;
+    float a0 = 0.f, a1 = 0.f;
+    if (redo) {  // uniform
+      const DecodeKeyRange r = decode_split_range(len, S, s, p.tile_keys);
+      decode::sync_partial<T>(p, kv_offset, q_row, r.begin, r.end, sm);
+      w = exp2(static_cast<double>(sm.m) - ref);
+      l_s = sm.l;
+      if (tid < D) a0 = sm.acc[tid];
+      if (tid + kThreads < D) a1 = sm.acc[tid + kThreads];
+      row_max = fmaxf(row_max, sm.m);
+    } else {
+      w = exp2(static_cast<double>(phi) - ref);
+      l_s = pl[s];
+      if (tid < D) a0 = pacc[s * D + tid];
+      if (tid + kThreads < D) a1 = pacc[s * D + tid + kThreads];
+      row_max = fmaxf(row_max, pm[s]);
+    }
+    den += w * l_s;
+    num0 += w * a0;
+    num1 += w * a1;
+  }
+  T* out = static_cast<T*>(p.out) + row * D;  // (D)
+  if (tid < D) out[tid] = from_float<T>(static_cast<float>(num0 / den));
+  if (tid + kThreads < D) out[tid + kThreads] = from_float<T>(static_cast<float>(num1 / den));
+  if (tid == 0) {
+    if (p.fallbacks != nullptr) atomicAdd(p.fallbacks, 1u);
+    if (p.row_max != nullptr)
+      p.row_max[static_cast<int64_t>(slot) * p.n_heads + h] = row_max * kLn2;
+  }
+}
+
+// One CTA per row (sequence, query head); grid (batch · n_heads), kThreads threads, each
+// owning dims tid and tid + kThreads. `type` holds P in the split kernel that wrote the
+// partials (fp32 P: the CUDA-core kernels; fp16/bf16 P: the tensor-core one): it sets the
+// range every check here uses and the center of row-following φ.
+template <class T>
+__global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeParams p,
+                                                                    UnifiedType type) {
+  __shared__ FallbackSmem sm;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int64_t row = blockIdx.x;  // b · n_heads + h
+  const int b = static_cast<int>(row / p.n_heads), h = static_cast<int>(row % p.n_heads);
+  const int S = p.num_splits, D = p.head_dim;
+  const float* pm = p.part_m + row * S;          // (S)
+  const float* pl = p.part_l + row * S;          // (S)
+  const float* pacc = p.part_acc + row * S * D;  // (S, D)
+  // The same clamps as the split kernels (cta_work): a bad slot attends to nothing.
+  const int slot = p.slots[b];
+  const bool slot_ok = slot >= 0 && slot < p.n_slots;
+  const int len = slot_ok ? max(0, min(p.lengths[b], p.capacity)) : 0;
+  T* out = static_cast<T*>(p.out) + row * D;  // (D)
+  if (len == 0) {  // every split is empty: attention over nothing is 0, as in the sync path
+    for (int d = tid; d < D; d += kThreads) out[d] = from_float<T>(0.f);
+    return;
+  }
+
+  // Every thread scans the S (m, l) pairs: broadcast loads, no barrier needed.
+  float m_star = -INFINITY, den = 0.f;
+  for (int s = 0; s < S; ++s) {
+    const float m = pm[s], l = pl[s];
+    if (!split_has_keys(m, l)) continue;
+    m_star = fmaxf(m_star, m);
+    den += l;
+  }
+  float o0 = 0.f, o1 = 0.f;  // Σ_s acc_s of dims tid, tid + kThreads
+  for (int s = 0; s < S; ++s) {
+    if (!split_has_keys(pm[s], pl[s])) continue;
+    if (tid < D) o0 += pacc[s * D + tid];
+    if (tid + kThreads < D) o1 += pacc[s * D + tid + kThreads];
+  }
+  const float phi = unified_phi_log2(p, slot, h, type, len);
+  const float v0 = o0 / den, v1 = o1 / den;
+  const bool row_ok = unified_row_in_range(type, len, m_star - phi) && den > 0.f &&
+                      isfinite(den);
+  const bool mine_ok = (tid >= D || isfinite(v0)) && (tid + kThreads >= D || isfinite(v1));
+  if (__syncthreads_and(row_ok && mine_ok)) {
+    if (tid < D) out[tid] = from_float<T>(v0);
+    if (tid + kThreads < D) out[tid + kThreads] = from_float<T>(v1);
+    if (tid == 0 && p.row_max != nullptr)
+      p.row_max[static_cast<int64_t>(slot) * p.n_heads + h] = m_star * kLn2;
+    return;
+  }
+  const bool whole_row = !(m_star - phi >= unified_range(type, len).lo);
+  recompute_row<T>(p, b, h, slot, len, phi, m_star, whole_row, type, sm);
+}
+
+}  // namespace
+
+Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, UnifiedType type,
+                                     cudaStream_t stream) {
+  if (p.num_splits < 2 || p.num_splits > kDecodeMaxSplits)
+    return Internal("decode combine (unified): " + std::to_string(p.num_splits) +
+                    " splits outside [2, " + std::to_string(kDecodeMaxSplits) + "]");
+  if (p.head_dim < 2 || p.head_dim > 2 * kThreads || p.phi == nullptr)
+    return Internal("decode combine (unified): head_dim " + std::to_string(p.head_dim) +
+                    " outside [2, " + std::to_string(2 * kThreads) + "] or no φ");
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.n_heads;
+  if (rows == 0) return Status::Ok();
+  if (rows > 0x7fffffff)
+    return OutOfRange("decode combine (unified): " + std::to_string(rows) +
+                      " rows exceed the grid");
+  const dim3 grid(static_cast<unsigned>(rows));
+  switch (dtype) {
+    case DType::kF16: combine_unified_kernel<__half><<<grid, kThreads, 0, stream>>>(p, type); break;
+    case DType::kBF16:
+      combine_unified_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(p, type);
+      break;
+    default:
+      return Unsupported(std::string("decode combine (unified): dtype ") + dtype_name(dtype));
+  }
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+}  // namespace fdpp::cuda

@@ -1,0 +1,8 @@
+// One instantiation per file so the decode kernels compile in parallel (house rule 4).
+#include "backend/cuda/attention/decode_mma_kernel.cuh"
+
+namespace fdpp::cuda {
+template Status launch_decode_mma<DType::kF16, 128, SoftmaxPolicy::kSynchronized>(
+    const DecodeParams& p, cudaStream_t stream);
+template Result<int> decode_mma_occupancy<DType::kF16, 128, SoftmaxPolicy::kSynchronized>();
+}  // namespace fdpp::cuda

@@ -1,0 +1,460 @@
+// The tensor-core split-KV decode kernel (FlashDecoding++ style), head_dim 64 and 128, f16/bf16,
+// both softmax policies. Same grid, CtaWork, partial layout and fallback as the CUDA-core
+// kernel of decode_kernel.cuh (decode.h has the contract); included only by the
+// decode_mma_d*_*.cu instantiation files (one per file).
+//
+// Why tensor cores: the query heads of a GQA group (gc ≤ 8) share every K/V row, so per
+// KV head Q·Kᵀ is a [gc × D]·[D × keys] product and P·V a [gc × keys]·[keys × D] one. On CUDA
+// cores that is 2·gc·D FMAs per key (plus shuffle reductions): at gc = 4..8 the old kernel
+// was bound by FP32 issue, not by HBM. mma.sync.m16n8k16 costs the same per key whatever gc:
+//  * S = Q·Kᵀ: A = Q (16 rows; heads on rows 0..7, rows 8..15 are zero registers), B = Kᵀ
+//    straight from the K rows in shared memory (ldmatrix, no transpose): per 16 keys and
+//    D = 128, 2 n8 tiles × 8 k-steps = 16 mmas.
+//  * Oᵀ += Vᵀ·Pᵀ: A = Vᵀ (ldmatrix.trans of the V rows: dims on the 16-row side), B = Pᵀ
+//    (keys × heads, heads on the 8-column side). The C fragment of S for n8 tiles 2kk and
+//    2kk+1 (lane: head lane/4, keys 2(lane%4)+{0,1}) is exactly the B fragment of key step
+//    kk, so P never leaves registers: 8 mmas per 16 keys at D = 128.
+//  24 mmas per 8 KB of K+V is ~50 SM clocks at mma.sync rates against ~430 clocks for the
+//  SM's share of HBM bandwidth, so the kernel is bandwidth-bound at every group size,
+//  including MHA (gc = 1), where 15/16 of the A rows are idle but cost nothing that binds.
+//
+// Data flow: each of the 4 warps owns every 4th warp tile of the split (kWK keys = 4 KB of K
+// and 4 KB of V) and streams them through its own kStages-deep cp.async ring in shared
+// memory, so no CTA barrier sits in the key loop (only __syncwarp); each warp keeps its own
+// softmax state and Oᵀ accumulator, merged once at the end of the split. Shared memory per
+// CTA: 4 warps × 3 stages × 8 KB = 96 KB (dynamic) → 2 CTAs (8 warps) per SM, each warp with
+// 2 tiles (16 KB) in flight while it computes the third: ~128 KB in flight per SM, far above
+// the ~35 KB that Little's law asks at 4.6 TB/s / 132 SMs and ~1 µs latency.
+//
+// Rounding: Q and K enter the first mma as stored (exact products, fp32 accumulation);
+// t = s·scale·log2(e) in fp32. P is rounded to the element type for the second mma and the
+// softmax sum l adds the same rounded P, so out = Σ P̃·v / Σ P̃ is an exact convex combination
+// of the stored P̃. Synchronized: P = 2^(t − m) ≤ 1, as in FlashAttention-2. Unified:
+// P = 2^(t − φ), which in fp16 overflows past 2^15.95 and loses terms below 2^-24: the range
+// check uses UnifiedType::kF16P (kBF16P for bf16; backend/softmax_range.h) — the split
+// kernel's own check, the unified combine's and the row-following φ's center alike
+// (run_attention_decode passes the type to the combine).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/decode_common.cuh"
+#include "backend/cuda/attention/decode_fallback.cuh"
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+
+namespace fdpp::cuda::decode {
+
+template <int kD>
+struct MmaTile {
+  static constexpr int kWK = 2048 / kD;      // keys per warp tile: 4 KB of K (16 at D 128)
+  static constexpr int kKSteps = kWK / 16;   // P·V k-steps (16 keys each)
+  static constexpr int kNT = kWK / 8;        // n8 tiles of S (8 keys each)
+  static constexpr int kDSteps = kD / 16;    // Q·K k-steps over D, = m16 tiles of Oᵀ
+  static constexpr int kChunks = kD / 8;     // 16-byte chunks per K/V row
+  static constexpr int kStages = 3;          // per-warp cp.async ring depth
+  static constexpr int kTileElems = kWK * kD;          // one K (or V) warp tile
+  static constexpr int kStageElems = 2 * kTileElems;   // K tile then V tile
+  static constexpr int kWarpElems = kStages * kStageElems;
+  static constexpr int kCopies = kTileElems / 8 / 32;  // 16-byte copies per lane per tensor
+  // Oᵀ reduction buffer (warp, head, dim) fp32; the row stride kD + 4 puts the 8 heads a
+  // quad of lanes writes on distinct banks.
+  static constexpr int kRedStride = kD + 4;
+  static constexpr size_t kPipeBytes = size_t{kWarps} * kWarpElems * 2;
+  static constexpr size_t kRedBytes = size_t{kWarps} * kMaxG * kRedStride * 4;
+  static constexpr size_t kSmemBytes = kPipeBytes;  // red and the fallback reuse the ring
+
+  static_assert(kD == 64 || kD == 128, "the mma decode kernel takes head_dim 64 or 128");
+  static_assert(kWK % 16 == 0 && kChunks >= 8, "16-key steps; the XOR swizzle needs 8 chunks");
+  static_assert(kThreads == 128 && kMaxG == 8, "4 warps; heads on the 8-column side");
+  static_assert(decode_tile_keys(kD, true) % kWK == 0,
+                "split boundaries (split_plan.h tiles) fall on warp-tile boundaries");
+  static_assert(kRedBytes + sizeof(FallbackSmem) + 16 <= kSmemBytes, "reduction fits the ring");
+};
+
+// 2^x on the MUFU unit (≈2 ulp, subnormal results flushed as softmax_range.h assumes);
+// ex2.approx(-inf) = +0, which is what masked keys need.
+__device__ __forceinline__ float mma_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// d (16x8 fp32) += a (16x16, row) · b (16x8, col); fragment layouts as in the PTX ISA.
+template <class T>
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+}
+
+// Four 8x8 b16 matrices; lanes 8i..8i+7 address the rows of matrix i. Plain: lane l gets row
+// l/4, columns 2(l%4)+{0,1}; .trans: rows 2(l%4)+{0,1} of column l/4 (the transpose).
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void cp_async_16_u32(uint32_t dst, const void* src, bool fill) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(fill ? 16 : 0)
+               : "memory");
+}
+
+// Byte offset of 16-byte chunk c of row r in a (rows, kD) b16 tile. A row is 128 or 256
+// bytes, so the 8 rows one ldmatrix phase reads at the same chunk would share 4 banks;
+// XOR-ing the chunk with r % 8 spreads them over all 32. Used by the copies and the reads.
+template <int kD>
+__device__ __forceinline__ uint32_t mma_swz(int r, int c) {
+  return static_cast<uint32_t>(r * kD * 2 + ((c ^ (r & 7)) << 4));
+}
+
+// Copies warp tile `wt` of the split (keys begin + wt·kWK ...) of K and V into one stage of
+// the calling warp's ring: 4 KB of consecutive global memory per tensor, 512 contiguous bytes
+// per warp instruction. Keys past `end` are zero-filled without being read (positions past a
+// sequence may hold NaN; the zero V rows then meet P = 0 and stay 0).
+template <int kD, class T>
+__device__ __forceinline__ void mma_issue_tile(uint32_t stage, const T* kg, const T* vg, int wt,
+                                               int begin, int end, int lane) {
+  using Tl = MmaTile<kD>;
+  constexpr int kRowsPerCopy = 32 / Tl::kChunks;  // rows one warp instruction covers
+  const int key0 = begin + wt * Tl::kWK;
+  const int r0 = lane / Tl::kChunks, c = lane % Tl::kChunks;
+#pragma unroll
+  for (int i = 0; i < Tl::kCopies; ++i) {
+    const int r = r0 + i * kRowsPerCopy;
+    const bool fill = key0 + r < end;
+    // An unfilled copy reads nothing, but its address is still formed: keep it in range.
+    const int64_t src = static_cast<int64_t>(fill ? key0 + r : begin) * kD + c * 8;
+    const uint32_t dst = stage + mma_swz<kD>(r, c);
+    cp_async_16_u32(dst, kg + src, fill);
+    cp_async_16_u32(dst + Tl::kTileElems * 2, vg + src, fill);
+  }
+  cp_async_commit();
+}
+
+template <int kD, class T, SoftmaxPolicy kPolicy>
+__global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodeParams p) {
+  using Tl = MmaTile<kD>;
+  constexpr int kWK = Tl::kWK, kNT = Tl::kNT, kDS = Tl::kDSteps, kKS = Tl::kKSteps;
+  constexpr int kStages = Tl::kStages;
+  constexpr bool kUnified = kPolicy == SoftmaxPolicy::kUnifiedMax;
+  constexpr UnifiedType kRange =
+      std::is_same_v<T, __half> ? UnifiedType::kF16P : UnifiedType::kBF16P;
+
+  // (warp, stage, {K, V}, kWK, kD) b16, swizzled; after the loop: red (warp, head, kRedStride)
+  // fp32, then a FallbackSmem.
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ float s_wm[kWarps][kMaxG], s_wl[kWarps][kMaxG];  // (warp, head): warp partials
+  __shared__ float sm_m[kMaxG], sm_l[kMaxG];                  // (head): the split's m and l
+  __shared__ int s_bad[kMaxG];                                // (head): unified, one split
+
+  const CtaWork w = cta_work(p, decode_tile_keys(kD, true));
+  if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
+    store_empty<T>(p, w);
+    return;
+  }
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, tq = lane % 4;  // fragment row (head of S) and column pair
+  const int gc = w.gc;
+
+  // Q as the A operand of S = Q·Kᵀ: a0 = Q[g][16s + 2tq + {0,1}], a2 = the same 8 dims on;
+  // rows 8..15 (a1, a3) are zero. Heads past gc are zero rows: their S, P and Oᵀ columns are
+  // computed and dropped. Q is not pre-scaled, so it enters the mma exactly as stored.
+  uint32_t qa[kDS][2];
+  {
+    const uint32_t* qr = reinterpret_cast<const uint32_t*>(
+        static_cast<const T*>(p.q) + (static_cast<int64_t>(w.b) * p.n_heads + w.h0 + g) * kD);
+#pragma unroll
+    for (int s = 0; s < kDS; ++s) {
+      qa[s][0] = g < gc ? qr[(16 * s + 2 * tq) / 2] : 0u;
+      qa[s][1] = g < gc ? qr[(16 * s + 8 + 2 * tq) / 2] : 0u;
+    }
+  }
+
+  // ldmatrix row addresses: lanes 8i..8i+7 give the 8 rows of matrix i; matrices 0/1 are
+  // chunk pair (2s, 2s+1) of rows 0..7, matrices 2/3 the same of rows 8..15. For K (plain)
+  // that yields b0, b1 of n8 tiles 2jj and 2jj+1 at k-step s; for V (.trans) a0..a3 of Vᵀ's
+  // m16 tile s at key step jj. Rows are multiples of 8 plus lane % 8, so the swizzle XOR is
+  // the per-lane lane % 8 and the offset splits into 4 per-lane bases (by s % 4) + constants.
+  const int lrow = (lane & 7) + 8 * (lane >> 4), lchunk = (lane >> 3) & 1;
+  uint32_t fbase[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    fbase[i] = static_cast<uint32_t>(lrow * kD * 2 + (((2 * i + lchunk) ^ (lane & 7)) << 4));
+  auto frag = [&](int row16, int s) -> uint32_t {
+    return fbase[s & 3] + static_cast<uint32_t>(row16 * 16 * kD * 2 + ((s >> 2) << 7));
+  };
+
+  float acc[kDS][4];  // Oᵀ: m16 tile i = dims 16i..; c0/c1 heads 2tq, 2tq+1 of dim 16i + g
+#pragma unroll
+  for (int i = 0; i < kDS; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.f;
+  // Softmax state of head g over this lane's keys (log2 units). Synchronized: m is the quad's
+  // running max (the same in its 4 lanes), l this lane's part of Σ 2^(t - m). Unified: m is
+  // this lane's max t (for the range check only), l its part of Σ 2^(t - φ).
+  float m = -INFINITY, l = 0.f;
+  float phi = 0.f;
+  if constexpr (kUnified)
+    phi = g < gc ? unified_phi_log2(p, w.slot, w.h0 + g, kRange, w.len) : 0.f;
+  const float scale = p.scale_log2;
+
+  const T* kg = static_cast<const T*>(p.k) + w.kv_offset;  // (capacity, D) of (slot, kvh)
+  const T* vg = static_cast<const T*>(p.v) + w.kv_offset;  // (capacity, D)
+  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
+                        static_cast<uint32_t>(warp * Tl::kWarpElems * 2);
+  constexpr uint32_t kStageBytes = Tl::kStageElems * 2, kVOff = Tl::kTileElems * 2;
+  const int n_wt = ceil_div(w.end - w.begin, kWK);
+  const int my_tiles = n_wt > warp ? (n_wt - warp + kWarps - 1) / kWarps : 0;
+
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < my_tiles)
+      mma_issue_tile<kD, T>(ring + i * kStageBytes, kg, vg, warp + i * kWarps, w.begin, w.end,
+                            lane);
+    else
+      cp_async_commit();  // empty groups keep the wait count uniform
+  }
+  int rd = 0, wr = kStages - 1;  // ring stages read / written this iteration
+  for (int i = 0; i < my_tiles; ++i) {
+    // Refill the stage read in iteration i - 1 (released by its closing __syncwarp).
+    if (i + kStages - 1 < my_tiles)
+      mma_issue_tile<kD, T>(ring + wr * kStageBytes, kg, vg, warp + (i + kStages - 1) * kWarps,
+                            w.begin, w.end, lane);
+    else
+      cp_async_commit();
+    cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed ...
+    __syncwarp();                  // ... and the other lanes' are visible
+    const uint32_t kt = ring + rd * kStageBytes, vt = kt + kVOff;
+    const int key0 = w.begin + (warp + i * kWarps) * kWK;
+
+    // ---- S = Q·Kᵀ: s[j] = head g × keys key0 + 8j + 2tq + {0, 1} (c2, c3: zero rows) ----
+    float s[kNT][4];
+#pragma unroll
+    for (int j = 0; j < kNT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < kDS; ++ks)
+#pragma unroll
+      for (int jj = 0; jj < kNT / 2; ++jj) {
+        uint32_t b[4];
+        ldsm_x4(b, kt + frag(jj, ks));
+        mma16816<T>(s[2 * jj], qa[ks][0], 0u, qa[ks][1], 0u, b[0], b[1]);
+        mma16816<T>(s[2 * jj + 1], qa[ks][0], 0u, qa[ks][1], 0u, b[2], b[3]);
+      }
+
+    // ---- P, rounded to T and packed as the B fragments of P·V ----
+    uint32_t pb[kNT];
+    if constexpr (kUnified) {
+      // softmax(t) = 2^(t - φ) / Σ 2^(t - φ) for any φ: P is final on the spot; no max
+      // reduction, no rescale of acc.
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        float pe[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool valid = key0 + 8 * j + 2 * tq + e < w.end;
+          const float t = s[j][e] * scale;
+          m = valid ? fmaxf(m, t) : m;
+          pe[e] = valid ? mma_exp2(t - phi) : 0.f;
+        }
+        pb[j] = pack2<T>(pe[0], pe[1]);
+        const float2 r = unpack2<T>(pb[j]);
+        l += r.x + r.y;
+      }
+    } else {
+      float t[kNT][2];
+      float tmax = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool valid = key0 + 8 * j + 2 * tq + e < w.end;
+          t[j][e] = valid ? s[j][e] * scale : -INFINITY;
+          tmax = fmaxf(tmax, t[j][e]);
+        }
+      // The quad (lanes 4g..4g+3) holds head g's keys of this tile.
+      tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
+      tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
+      const float m_new = fmaxf(m, tmax);
+      // While every key so far is masked m_new is -inf: subtract 0 instead, so that no
+      // -inf - -inf = NaN arises (every p is then 2^-inf = 0).
+      const float m_use = m_new == -INFINITY ? 0.f : m_new;
+      const float corr = mma_exp2(m - m_use);  // first tile: 2^-inf = 0; acc and l are 0
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kNT; ++j) {
+        pb[j] = pack2<T>(mma_exp2(t[j][0] - m_use), mma_exp2(t[j][1] - m_use));
+        const float2 r = unpack2<T>(pb[j]);
+        sum += r.x + r.y;
+      }
+      l = l * corr + sum;
+      m = m_new;
+      // acc holds heads 2tq and 2tq+1, whose corr sits in lanes 8tq and 8tq + 4. Once the max
+      // settles corr is 1 in every lane and the warp skips the rescale (exactly: ×1).
+      if (__any_sync(0xffffffffu, corr != 1.f)) {
+        const float c0 = __shfl_sync(0xffffffffu, corr, 8 * tq);
+        const float c1 = __shfl_sync(0xffffffffu, corr, 8 * tq + 4);
+#pragma unroll
+        for (int d = 0; d < kDS; ++d) {
+          acc[d][0] *= c0;
+          acc[d][1] *= c1;
+          acc[d][2] *= c0;
+          acc[d][3] *= c1;
+        }
+      }
+    }
+
+    // ---- Oᵀ += Vᵀ·Pᵀ: key step kk takes P of n8 tiles 2kk, 2kk+1 as b0, b1 ----
+#pragma unroll
+    for (int kk = 0; kk < kKS; ++kk)
+#pragma unroll
+      for (int d = 0; d < kDS; ++d) {
+        uint32_t a[4];
+        ldsm_x4_trans(a, vt + frag(kk, d));
+        mma16816<T>(acc[d], a[0], a[1], a[2], a[3], pb[2 * kk], pb[2 * kk + 1]);
+      }
+    __syncwarp();  // every lane is done with stage rd before it is refilled
+    rd = rd + 1 == kStages ? 0 : rd + 1;
+    wr = wr + 1 == kStages ? 0 : wr + 1;
+  }
+
+  // ---- merge the warps' partials ----
+  // Quad reduction of l (and of the unified per-lane max; the synchronized m is already the
+  // quad's). A warp with no tiles reports m = -inf, l = 0, acc = 0.
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if constexpr (kUnified) {
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+  }
+  if (tq == 0) s_wm[warp][g] = m, s_wl[warp][g] = l;
+  cp_async_wait<0>();  // only empty groups remain; nothing may land in the ring below
+  __syncthreads();     // every warp is out of its ring (red aliases all of them) and s_w* is set
+
+  float* red = reinterpret_cast<float*>(smem);  // (warp, head, kRedStride) fp32
+  {
+    // Synchronized: warp w's partial is relative to its own max m_w; weigh it by
+    // 2^(m_w - m*) with m* the CTA's max (a warp with no keys has m_w = -inf: weight 0).
+    float f0 = 1.f, f1 = 1.f;  // weights of heads 2tq, 2tq+1 for this warp
+    if constexpr (!kUnified) {
+      float m0 = -INFINITY, m1 = -INFINITY;
+#pragma unroll
+      for (int v = 0; v < kWarps; ++v) {
+        m0 = fmaxf(m0, s_wm[v][2 * tq]);
+        m1 = fmaxf(m1, s_wm[v][2 * tq + 1]);
+      }
+      f0 = mma_exp2(s_wm[warp][2 * tq] - (m0 == -INFINITY ? 0.f : m0));
+      f1 = mma_exp2(s_wm[warp][2 * tq + 1] - (m1 == -INFINITY ? 0.f : m1));
+    }
+    float* r0 = red + (warp * kMaxG + 2 * tq) * Tl::kRedStride + g;
+    float* r1 = r0 + Tl::kRedStride;
+#pragma unroll
+    for (int d = 0; d < kDS; ++d) {
+      r0[16 * d] = acc[d][0] * f0;
+      r1[16 * d] = acc[d][1] * f1;
+      r0[16 * d + 8] = acc[d][2] * f0;
+      r1[16 * d + 8] = acc[d][3] * f1;
+    }
+  }
+  if (tid < gc) {
+    float ms = -INFINITY, ls = 0.f;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) ms = fmaxf(ms, s_wm[v][tid]);
+    const float m_use = ms == -INFINITY ? 0.f : ms;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v)
+      ls += kUnified ? s_wl[v][tid] : mma_exp2(s_wm[v][tid] - m_use) * s_wl[v][tid];
+    sm_m[tid] = ms;
+    sm_l[tid] = ls;
+    if constexpr (kUnified) {
+      // With one split this is the whole row: its range check for the type P was rounded to
+      // (a NaN fails it).
+      const float ph = unified_phi_log2(p, w.slot, w.h0 + tid, kRange, w.len);
+      s_bad[tid] = !(unified_row_in_range(kRange, w.len, ms - ph) && ls > 0.f && isfinite(ls));
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < gc * kD; i += kThreads) {
+    const int hg = i / kD, d = i % kD;
+    float o = 0.f;
+#pragma unroll
+    for (int v = 0; v < kWarps; ++v) o += red[(v * kMaxG + hg) * Tl::kRedStride + d];
+    if constexpr (kUnified) {
+      if (p.num_splits == 1 && !isfinite(o / sm_l[hg])) s_bad[hg] = 1;  // an output overflowed
+    }
+    store_result<T>(p, w, hg, d, o, sm_m[hg], sm_l[hg]);
+  }
+  if constexpr (kUnified) {
+    if (p.num_splits == 1) {  // uniform; finish_single_split starts with a barrier
+      auto* fb = reinterpret_cast<FallbackSmem*>(smem + (Tl::kRedBytes + 15) / 16 * 16);
+      finish_single_split<T>(p, w, s_bad, sm_m, *fb);
+    }
+  }
+}
+
+}  // namespace fdpp::cuda::decode
+
+namespace fdpp::cuda {
+
+// Grid (split, kv head × head group, sequence), as the CUDA-core kernel's.
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+Status launch_decode_mma(const DecodeParams& p, cudaStream_t stream) {
+  using T = typename DeviceType<kDType>::type;
+  using Tl = decode::MmaTile<kHeadDim>;
+  if (p.head_dim != kHeadDim)
+    return Internal("mma decode kernel for head_dim " + std::to_string(kHeadDim) +
+                    " called with " + std::to_string(p.head_dim));
+  auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
+  FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(Tl::kSmemBytes)));
+  const dim3 grid(static_cast<unsigned>(p.num_splits),
+                  static_cast<unsigned>(p.n_kv_heads * p.head_groups),
+                  static_cast<unsigned>(p.batch));
+  kernel<<<grid, decode::kThreads, Tl::kSmemBytes, stream>>>(p);
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+Result<int> decode_mma_occupancy() {
+  using T = typename DeviceType<kDType>::type;
+  using Tl = decode::MmaTile<kHeadDim>;
+  auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
+  FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(Tl::kSmemBytes)));
+  int blocks = 0;
+  FDPP_KERNEL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel,
+                                                                  decode::kThreads,
+                                                                  Tl::kSmemBytes));
+  return blocks;
+}
+
+}  // namespace fdpp::cuda

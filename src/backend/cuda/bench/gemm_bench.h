@@ -1,0 +1,66 @@
+// Timing of the three GEMM implementations on decode-shaped problems
+// (fdpp bench-gemm, and the tuner of issue 6): y[M, N] = x[M, K] · W[N, K]ᵀ.
+//
+// Method, per (shape, M, implementation): `copies` copies of W filled with
+// random values (never zeros) spanning at least `rotate_bytes`, so the 50 MB L2
+// cannot serve a repeat; one eager pass over every copy (cuBLASLt plans, first
+// launches), then a CUDA graph of `calls` back-to-back calls cycling through the
+// copies (what a decode step replays), warmed up twice and replayed `reps`
+// times between CUDA events. The per-call time is replay time / calls; the
+// median and the fastest replay are reported.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/gemm_plan.h"
+#include "fdpp/status.h"
+
+namespace fdpp::cuda {
+
+class CudaBackend;
+
+struct GemmBenchShape {
+  std::string name;  // "qkv", "o", ...
+  int64_t n = 0;
+  int64_t k = 0;
+};
+
+struct GemmBenchOptions {
+  std::vector<GemmBenchShape> shapes;
+  std::vector<int> ms;
+  // Which implementations to time; every ImplB configuration is timed when kFlat is in.
+  bool gemv = true, flat = true, cublas = true;
+  // Split-K counts to time for ImplA / ImplB (each resolved as the planner would
+  // clamp it; duplicates dropped). Empty: only the planner's own choice.
+  std::vector<int> splits;
+  int reps = 30;                              // timed graph replays per measurement
+  int min_calls = 16;                         // calls per graph (at least one per copy)
+  int min_copies = 8;                         // weight copies rotated through
+  int64_t rotate_bytes = int64_t{512} << 20;  // the copies span at least this
+};
+
+struct GemmMeasurement {
+  std::string shape;
+  int64_t n = 0, k = 0;
+  int m = 0;
+  ImplChoice choice;   // as run: the split-K resolved
+  bool planned = true; // the split the planner picks (not one only a --splits sweep added)
+  double us = 0;       // median per call
+  double us_min = 0;   // fastest replay, per call
+  double bytes = 0;    // W + x + y bytes moved per call
+  double gbs() const { return us > 0 ? bytes / (us * 1e-6) / 1e9 : 0; }
+  double tflops() const { return us > 0 ? 2.0 * m * n * k / (us * 1e-6) / 1e12 : 0; }
+};
+
+// Called after each measurement (progress, streaming output).
+using GemmBenchProgress = std::function<void(const GemmMeasurement&)>;
+
+// Runs every (shape, M, implementation) that can run on the backend's dtype;
+// one an implementation cannot run (M > 8 for ImplA, say) is skipped. The
+// backend's policy and table are not used: each implementation is forced.
+Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmBenchOptions& o,
+                                                    const GemmBenchProgress& progress = {});
+
+}  // namespace fdpp::cuda

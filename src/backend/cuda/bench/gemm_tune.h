@@ -1,0 +1,66 @@
+// Measuring a GEMM dispatch table on this GPU (design.md, Technique 3): `fdpp tune` and
+// the engine's --autotune. For each distinct [N, K], M is swept densely where the three
+// implementations trade places (1..64: GEMV to flat to cuBLASLt) and sparsely above
+// (80..512, where only cuBLASLt runs); ImplA, every ImplB configuration and cuBLASLt are
+// timed by gemm_bench (graph replays, L2 defeated) and the fastest per M kept
+// (backend/gemm_table.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "backend/cuda/bench/gemm_bench.h"
+#include "backend/gemm_table.h"
+#include "fdpp/status.h"
+
+namespace fdpp::cuda {
+
+class CudaBackend;
+struct DeviceInfo;
+
+struct GemmTuneOptions {
+  int max_m = 512;
+  // Fewer replays than bench-gemm's 30: a table needs the order of the implementations,
+  // not a third significant digit, and a model's sweep stays within seconds.
+  int reps = 10;
+  int min_calls = 8;
+  int min_copies = 2;
+  // Bytes the rotated weight copies span; 0: 4 × the GPU's L2 (at least 64 MB), so a
+  // copy has left the L2 long before it comes round again.
+  int64_t rotate_bytes = 0;
+  // Split-K counts timed for ImplA / ImplB besides the planner's own (bench-gemm's
+  // --splits): the split is part of a table entry, and on the H200 the planner's cost
+  // model misjudged it (QKV at M = 8: one split leaves SMs with 2 CTAs beside SMs with 1).
+  std::vector<int> splits;
+};
+
+// 1..min(64, max_m), then 80, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512 up to
+// max_m, then every further 64 up to max_m.
+std::vector<int> tune_ms(int max_m);
+
+GpuIdentity gpu_identity(const DeviceInfo& info);
+Result<GpuIdentity> gpu_identity(const CudaBackend& be);
+
+// One shape per distinct [N, K], the names of those sharing it joined ("o,down" when a
+// model's O and down projections are both [H, H]).
+std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShape>& shapes);
+
+// How many timings the sweep makes at most (a progress bar's total): GEMV up to its
+// largest M, each flat configuration up to its tile (each with the planner's split and up
+// to `extra_splits` more), cuBLASLt everywhere.
+int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits = 0);
+
+// Times every implementation on every (shape, M) of tune_ms(o.max_m).
+Result<std::vector<GemmTiming>> measure_gemm_timings(
+    CudaBackend& be, const std::vector<GemmBenchShape>& shapes, const GemmTuneOptions& o,
+    const GemmBenchProgress& progress = {});
+
+// measure_gemm_timings, then the table (derive_gemm_table) for this GPU and the
+// backend's dtype; the timings are returned through `timings` when it is not null.
+Result<TunedGemmTable> tune_gemm_table(CudaBackend& be, const std::vector<GemmBenchShape>& shapes,
+                                       const GemmTuneOptions& o,
+                                       const GemmBenchProgress& progress = {},
+                                       std::vector<GemmTiming>* timings = nullptr);
+
+}  // namespace fdpp::cuda

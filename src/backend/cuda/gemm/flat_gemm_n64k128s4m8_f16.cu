@@ -1,0 +1,10 @@
+// ImplB instantiation: configuration 0 (n64k128s4m8, backend/gemm_configs.h), f16.
+#include "backend/cuda/gemm/flat_gemm_kernel.cuh"
+
+namespace fdpp::cuda {
+
+static_assert(flat_config_named(0, "n64k128s4m8"));
+template Status launch_flat_gemm<0, DType::kF16>(const GemmParams&, cudaStream_t);
+template Result<int> prepare_flat_gemm_config<0, DType::kF16>();
+
+}  // namespace fdpp::cuda

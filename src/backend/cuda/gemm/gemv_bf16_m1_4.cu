@@ -1,0 +1,16 @@
+// ImplA instantiations: bf16, M = 1..4 (a dtype and half the M range per file, so
+// builds parallelize).
+#include "backend/cuda/gemm/gemv_kernel.cuh"
+
+namespace fdpp::cuda {
+
+template Status launch_gemv<DType::kBF16, 1>(const GemmParams&, cudaStream_t);
+template Result<int> gemv_occupancy<DType::kBF16, 1>();
+template Status launch_gemv<DType::kBF16, 2>(const GemmParams&, cudaStream_t);
+template Result<int> gemv_occupancy<DType::kBF16, 2>();
+template Status launch_gemv<DType::kBF16, 3>(const GemmParams&, cudaStream_t);
+template Result<int> gemv_occupancy<DType::kBF16, 3>();
+template Status launch_gemv<DType::kBF16, 4>(const GemmParams&, cudaStream_t);
+template Result<int> gemv_occupancy<DType::kBF16, 4>();
+
+}  // namespace fdpp::cuda

@@ -1,0 +1,140 @@
+// The ImplA kernel (gemv.h): included only by the gemv_<dtype>_m*.cu
+// instantiation files.
+//
+// Work of one CTA: W rows [n0, n0 + 16) over K range [k0, k0 + k_len) (its
+// split). Warp w owns rows n0 + 4w .. n0 + 4w + 3; lane l reads the 16-byte
+// chunks l, l + 32, l + 64, ... of each of its rows, so one warp load
+// instruction covers 512 contiguous bytes of one row (fully coalesced), and a
+// round issues kR × kU independent loads per lane before any is used.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/gemm/gemm_common.cuh"
+#include "backend/cuda/gemm/gemv.h"
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+#include "backend/gemm_configs.h"
+
+namespace fdpp::cuda::gemm {
+
+constexpr int kGemvThreads = GemvConfig::kWarps * 32;
+
+template <class T, int kM>
+__global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams p) {
+  constexpr int kR = GemvConfig::kRowsPerWarp;
+  constexpr int kU = GemvConfig::chunks_per_lane(kM);
+  constexpr int kRows = GemvConfig::kRowsPerCta;
+  static_assert(sizeof(T) == 2 && kM >= 1 && kM <= GemvConfig::kMaxM);
+
+  extern __shared__ uint4 xs[];    // (kM, chunks): the CTA's x slice in 16-byte chunks
+  __shared__ float red[kM * kRows];  // (kM, kRows): the CTA's finished dot products
+
+  const int tile = static_cast<int>(blockIdx.x), split = static_cast<int>(blockIdx.y);
+  const int n0 = tile * kRows;
+  const int k0 = split * p.k_split;
+  const int chunks = min(p.k_split, p.k - k0) / 8;  // 16-byte chunks per row in this split
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+
+  // This warp's rows; rows past N read nothing and are never stored.
+  const uint4* wrow[kR];  // (chunks) each: row n's slice of the split
+  bool row_ok[kR];
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    const int n = n0 + warp * kR + r;
+    row_ok[r] = n < p.n;
+    wrow[r] = reinterpret_cast<const uint4*>(static_cast<const T*>(p.w) +
+                                             static_cast<int64_t>(row_ok[r] ? n : 0) * p.k + k0);
+  }
+  uint4 wv[kR][kU];  // one round: kR × kU independent 16-byte loads in flight
+  auto load_round = [&](int c0) {
+#pragma unroll
+    for (int r = 0; r < kR; ++r)
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int c = c0 + u * 32 + lane;
+        // ld.global.cs: W is read exactly once, so it is streamed (evict-first)
+        // and does not push x, y and the split-K partials out of L2.
+        wv[r][u] = row_ok[r] && c < chunks ? __ldcs(wrow[r] + c) : make_uint4(0, 0, 0, 0);
+      }
+  };
+
+  // The first round is issued before x is staged, so the two latencies overlap.
+  load_round(0);
+  {
+    const uint4* xg = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + k0);
+    const int row_chunks = p.k / 8;  // x's row stride in chunks
+#pragma unroll 4
+    for (int i = static_cast<int>(threadIdx.x); i < kM * chunks; i += kGemvThreads) {
+      const int m = i / chunks;
+      xs[i] = __ldg(xg + static_cast<int64_t>(m) * row_chunks + (i - m * chunks));
+    }
+  }
+  __syncthreads();
+
+  float acc[kR][kM];
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
+
+  for (int c0 = 0; c0 < chunks; c0 += 32 * kU) {
+    if (c0 > 0) load_round(c0);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int c = c0 + u * 32 + lane;
+      if (c >= chunks) break;  // the lanes' chunks only grow with u
+      // Lanes read consecutive 16-byte chunks of a row of xs: conflict-free.
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        float xf[8];
+        unpack8<T>(xs[m * chunks + c], xf);
+#pragma unroll
+        for (int r = 0; r < kR; ++r) {
+          float wf[8];
+          unpack8<T>(wv[r][u], wf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[e], xf[e], acc[r][m]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int m = 0; m < kM; ++m) {
+      const float v = warp_sum(acc[r][m]);
+      if (lane == 0) red[m * kRows + warp * kR + r] = v;
+    }
+  __syncthreads();
+  store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split);
+}
+
+}  // namespace fdpp::cuda::gemm
+
+namespace fdpp::cuda {
+
+template <DType kDType, int kM>
+Status launch_gemv(const GemmParams& p, cudaStream_t stream) {
+  using T = typename DeviceType<kDType>::type;
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, GemvConfig::kRowsPerCta)),
+                  static_cast<unsigned>(p.splits));
+  const size_t smem = static_cast<size_t>(kM) * p.k_split * sizeof(T);  // x slice (kM, k_split)
+  gemm::gemv_kernel<T, kM><<<grid, gemm::kGemvThreads, smem, stream>>>(p);
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+template <DType kDType, int kM>
+Result<int> gemv_occupancy() {
+  using T = typename DeviceType<kDType>::type;
+  int n = 0;
+  FDPP_KERNEL_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &n, gemm::gemv_kernel<T, kM>, gemm::kGemvThreads, GemvConfig::kMaxXBytes));
+  return n;
+}
+
+}  // namespace fdpp::cuda

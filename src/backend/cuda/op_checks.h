@@ -1,0 +1,48 @@
+// Argument checks of CudaBackend's ops, in the CPU backend's message style ("layernorm:
+// weight is f16[64] on cuda, expected f16[96] on cuda"). Host code only (uses fmt).
+#pragma once
+
+#include <fmt/format.h>
+
+#include "core/tensor.h"
+#include "fdpp/status.h"
+
+namespace fdpp::cuda::checks {
+
+// dtype, device, exact shape and a usable pointer.
+inline Status tensor(const char* op, const char* name, const Tensor& t, DType dtype,
+                     const Shape& shape) {
+  if (t.device != Device::kCUDA)
+    return InvalidArgument(
+        fmt::format("{}: {} is {}; the CUDA backend needs device memory", op, name, t.describe()));
+  if (t.dtype != dtype || t.shape != shape)
+    return InvalidArgument(fmt::format("{}: {} is {}, expected {}{} on cuda", op, name,
+                                       t.describe(), dtype_name(dtype), shape.to_string()));
+  if (t.numel() > 0 && t.data == nullptr)
+    return InvalidArgument(fmt::format("{}: {} is {} with no data", op, name, t.describe()));
+  return Status::Ok();
+}
+
+inline Status rank(const char* op, const char* name, const Tensor& t, int r) {
+  if (t.rank() != r)
+    return InvalidArgument(
+        fmt::format("{}: {} is {}, expected rank {}", op, name, t.describe(), r));
+  for (int i = 0; i < r; ++i)
+    if (t.shape[i] < 0)
+      return InvalidArgument(fmt::format("{}: {} has a negative dim: {}", op, name, t.describe()));
+  return Status::Ok();
+}
+
+// An output that overlaps an input would be read after being written.
+inline Status no_overlap(const char* op, const char* out_name, const Tensor& out,
+                         const char* in_name, const Tensor& in) {
+  if (out.nbytes() == 0 || in.nbytes() == 0) return Status::Ok();
+  const auto* o = static_cast<const char*>(out.data);
+  const auto* i = static_cast<const char*>(in.data);
+  if (o < i + in.nbytes() && i < o + out.nbytes())
+    return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
+                                       in_name, in.describe()));
+  return Status::Ok();
+}
+
+}  // namespace fdpp::cuda::checks

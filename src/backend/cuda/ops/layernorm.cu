@@ -1,0 +1,119 @@
+// LayerNorm: out[t, :] = T((x[t, :] - mean) · rsqrt(var + eps) · weight + bias).
+// Mean and (biased) variance are fp32, in two passes over the row: the variance as
+// the mean of squared deviations, which does not cancel when the row's mean is
+// large against its spread. The affine map is fp32 with one rounding at the store,
+// which is what torch's half-precision LayerNorm kernel computes (fp32 accumulator
+// type throughout), so there is no intermediate rounding to reproduce here.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ops/ops.h"
+
+namespace fdpp::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;    // CTA per row: wide rows (hidden > 1024)
+constexpr int kWarpRowsPerCta = 4;  // warp per row: narrow rows, no block barrier
+
+// kVec 8: 16-byte loads (hidden % 8 == 0, 16-byte aligned pointers); 1 otherwise.
+// Each pass re-reads x (8 KB at hidden 4096: an L1/L2 hit) rather than holding a
+// row of any width in registers. Reads of x complete before the same thread writes
+// the same elements, so out may alias x.
+template <class T, int kVec, bool kWarpPerRow>
+__global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThreads)
+    layernorm_kernel(const LayerNormParams p) {
+  const int64_t row = kWarpPerRow
+                          ? static_cast<int64_t>(blockIdx.x) * kWarpRowsPerCta + threadIdx.x / 32
+                          : static_cast<int64_t>(blockIdx.x);
+  // Warp per row: whole warps leave (no block barrier follows). CTA per row: the
+  // grid has exactly `rows` CTAs, so nobody leaves.
+  if (row >= p.rows) return;
+  const int lane = kWarpPerRow ? threadIdx.x % 32 : threadIdx.x;
+  const int stride = kWarpPerRow ? 32 : blockDim.x;
+  const T* x = static_cast<const T*>(p.x) + row * p.hidden;  // (hidden)
+  const T* w = static_cast<const T*>(p.weight);              // (hidden)
+  const T* b = static_cast<const T*>(p.bias);                // (hidden)
+  T* out = static_cast<T*>(p.out) + row * p.hidden;          // (hidden)
+  const int n_vec = p.hidden / kVec;
+  const float inv_h = 1.f / static_cast<float>(p.hidden);
+
+  float sum = 0.f;
+  for (int i = lane; i < n_vec; i += stride) {
+    float f[kVec];
+    load_vec<T, kVec>(x + i * kVec, f);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += f[e];
+  }
+  sum = kWarpPerRow ? warp_sum(sum) : block_sum(sum);
+  const float mean = sum * inv_h;
+  // block_sum's shared slot is reused by the second reduction: every thread must
+  // have read the first result before any thread writes its partial again.
+  if constexpr (!kWarpPerRow) __syncthreads();
+
+  float ss = 0.f;
+  for (int i = lane; i < n_vec; i += stride) {
+    float f[kVec];
+    load_vec<T, kVec>(x + i * kVec, f);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float d = f[e] - mean;
+      ss = fmaf(d, d, ss);
+    }
+  }
+  ss = kWarpPerRow ? warp_sum(ss) : block_sum(ss);
+  const float r = rsqrtf(ss * inv_h + p.eps);
+
+  for (int i = lane; i < n_vec; i += stride) {
+    float f[kVec], g[kVec], c[kVec];
+    load_vec<T, kVec>(x + i * kVec, f);
+    load_vec<T, kVec>(w + i * kVec, g);
+    load_vec<T, kVec>(b + i * kVec, c);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) f[e] = fmaf((f[e] - mean) * r, g[e], c[e]);
+    store_vec<T, kVec>(out + i * kVec, f);
+  }
+}
+
+template <class T, int kVec>
+Status launch(const LayerNormParams& p, cudaStream_t stream) {
+  const int n_vec = p.hidden / kVec;
+  if (p.hidden <= 1024) {
+    const int64_t blocks = (p.rows + kWarpRowsPerCta - 1) / kWarpRowsPerCta;
+    if (blocks > 0x7fffffff) return OutOfRange("layernorm: too many rows for the grid");
+    layernorm_kernel<T, kVec, true>
+        <<<static_cast<unsigned>(blocks), 32 * kWarpRowsPerCta, 0, stream>>>(p);
+  } else {
+    if (p.rows > 0x7fffffff) return OutOfRange("layernorm: too many rows for the grid");
+    // No more threads than units of work, rounded to whole warps (block_sum needs that).
+    const int threads = n_vec >= kRowThreads ? kRowThreads : (n_vec + 31) / 32 * 32;
+    layernorm_kernel<T, kVec, false><<<static_cast<unsigned>(p.rows), threads, 0, stream>>>(p);
+  }
+  FDPP_KERNEL_CHECK_LAUNCH();
+  return Status::Ok();
+}
+
+template <class T>
+Status dispatch(const LayerNormParams& p, cudaStream_t stream) {
+  const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
+  const bool vec = p.hidden % 8 == 0 && addr(p.x) % 16 == 0 && addr(p.weight) % 16 == 0 &&
+                   addr(p.bias) % 16 == 0 && addr(p.out) % 16 == 0;
+  return vec ? launch<T, 8>(p, stream) : launch<T, 1>(p, stream);
+}
+
+}  // namespace
+
+Status run_layernorm(const LayerNormParams& p, DType dtype, cudaStream_t stream) {
+  if (p.rows <= 0 || p.hidden <= 0) return Status::Ok();
+  switch (dtype) {
+    case DType::kF16: return dispatch<__half>(p, stream);
+    case DType::kBF16: return dispatch<__nv_bfloat16>(p, stream);
+    default: break;
+  }
+  return Unsupported(std::string("layernorm: dtype ") + dtype_name(dtype));
+}
+
+}  // namespace fdpp::cuda

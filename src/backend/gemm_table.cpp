@@ -1,0 +1,599 @@
+#include "backend/gemm_table.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fdpp {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+// The largest M an entry may name: far past any decode batch or prefill chunk, small
+// enough that the per-M index (8 bytes an M) stays a few hundred KB at worst.
+constexpr int kMaxTableM = 1 << 16;
+
+Status bad(const std::string& where, const std::string& what) {
+  return InvalidArgument(fmt::format("GEMM table {}: {}", where, what));
+}
+
+bool is_flat_config(int c) { return c >= 0 && c < kFlatConfigCount; }
+
+int flat_config_index(const std::string& name) {
+  for (int i = 0; i < kFlatConfigCount; ++i)
+    if (name == kFlatConfigs[i].name) return i;
+  return -1;
+}
+
+// The one place names become choices (JSON and the built-in rows). "default": nullopt.
+Result<std::optional<ImplChoice>> choice_from_names(const std::string& impl,
+                                                    const std::string& config, int64_t splits,
+                                                    const std::string& where) {
+  if (splits < 0 || splits > kMaxSplitK)
+    return bad(where, fmt::format("\"splits\" = {} outside [0, {}]", splits, kMaxSplitK));
+  if (impl == "default") return std::optional<ImplChoice>{};
+  if (impl == "cublas") return std::optional<ImplChoice>{ImplChoice{GemmImpl::kCublas, -1, 0}};
+  if (impl == "gemv")
+    return std::optional<ImplChoice>{ImplChoice{GemmImpl::kGemv, -1, static_cast<int>(splits)}};
+  if (impl == "flat") {
+    const int c = flat_config_index(config);
+    if (c < 0)
+      return bad(where, fmt::format("flat configuration \"{}\" is not compiled into this fdpp "
+                                    "(its kernels changed since the table was made: run fdpp tune)",
+                                    config));
+    return std::optional<ImplChoice>{ImplChoice{GemmImpl::kFlat, c, static_cast<int>(splits)}};
+  }
+  return bad(where, fmt::format("\"impl\" = \"{}\" (expected gemv, flat, cublas or default)", impl));
+}
+
+// GEMV 0, flat 1, cuBLASLt 2: the order M moves through as it grows.
+int impl_rank(GemmImpl i) {
+  switch (i) {
+    case GemmImpl::kGemv: return 0;
+    case GemmImpl::kFlat: return 1;
+    case GemmImpl::kCublas: return 2;
+  }
+  return 3;
+}
+
+// Which side of M1 / M2 an M falls on; a "default" entry as the built-in rule serves it.
+int served_rank(const std::optional<ImplChoice>& c, int m) {
+  if (c) return impl_rank(c->impl);
+  if (m <= kDefaultGemvMaxM) return 0;
+  return m <= kFlatMaxM ? 1 : 2;
+}
+
+// Tie order: the simpler kernel first (see derive_gemm_table).
+bool simpler(const ImplChoice& a, const ImplChoice& b) {
+  return std::make_tuple(impl_rank(a.impl), a.config, a.splits) <
+         std::make_tuple(impl_rank(b.impl), b.config, b.splits);
+}
+
+bool usable(const GemmTiming& t) {
+  if (!std::isfinite(t.us) || t.us <= 0 || t.m < 1 || t.m > kMaxTableM) return false;
+  if (t.n < 1 || t.k < 1 || t.n > kMax32 || t.k > kMax32) return false;
+  return t.choice.impl != GemmImpl::kFlat || is_flat_config(t.choice.config);
+}
+
+// Does measurement `t` time what `want` names? A split of 0 means the planner's.
+bool times(const GemmTiming& t, const ImplChoice& want) {
+  if (t.choice.impl != want.impl) return false;
+  if (want.impl == GemmImpl::kCublas) return true;
+  if (want.impl == GemmImpl::kFlat && t.choice.config != want.config) return false;
+  return want.splits > 0 ? t.choice.splits == want.splits : t.planned;
+}
+
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+std::string entry_impl_name(const std::optional<ImplChoice>& c) {
+  return c ? gemm_impl_name(c->impl) : "default";
+}
+std::string entry_config_name(const std::optional<ImplChoice>& c) {
+  return c && c->impl == GemmImpl::kFlat ? kFlatConfigs[c->config].name : "";
+}
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+
+Status read_int(const json& obj, const char* key, int64_t lo, int64_t hi,
+                const std::string& where, int64_t* out) {
+  if (!obj.contains(key) || !obj[key].is_number_integer())
+    return bad(where, fmt::format("\"{}\" must be an integer", key));
+  const int64_t v = obj[key].get<int64_t>();
+  if (v < lo || v > hi) return bad(where, fmt::format("\"{}\" = {} outside [{}, {}]", key, v, lo, hi));
+  *out = v;
+  return Status::Ok();
+}
+
+Status read_string(const json& obj, const char* key, const std::string& where, std::string* out) {
+  if (!obj.contains(key) || !obj[key].is_string())
+    return bad(where, fmt::format("\"{}\" must be a string", key));
+  *out = obj[key].get<std::string>();
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string GpuIdentity::summary() const {
+  return fmt::format("{} (sm_{}{}, {} SMs, CUDA {})", name, cc_major, cc_minor, sm_count,
+                     cuda_version(cuda_runtime));
+}
+
+// ---- the table ------------------------------------------------------------------------
+
+Result<TunedGemmTable> TunedGemmTable::create(GpuIdentity gpu, DType dtype,
+                                              std::vector<GemmTableShape> shapes) {
+  if (dtype != DType::kF16 && dtype != DType::kBF16)
+    return InvalidArgument(fmt::format("GEMM table: dtype {} (the table is for f16 or bf16)",
+                                       dtype_name(dtype)));
+  TunedGemmTable t;
+  t.gpu_ = std::move(gpu);
+  t.dtype_ = dtype;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const GemmTableShape& s = shapes[i];
+    const std::string where = fmt::format("shape {} [{}, {}]", s.name, s.n, s.k);
+    if (s.n < 1 || s.k < 1 || s.n > kMax32 || s.k > kMax32)
+      return InvalidArgument(fmt::format("GEMM table {}: N and K must be in [1, {}]", where, kMax32));
+    if (s.entries.empty()) return InvalidArgument(fmt::format("GEMM table {}: no entries", where));
+    if (!t.index_.emplace(key(s.n, s.k), i).second)
+      return InvalidArgument(fmt::format("GEMM table {}: [N, K] listed twice", where));
+    int prev = 0;
+    for (const GemmTableEntry& e : s.entries) {
+      if (e.m <= prev || e.m > kMaxTableM)
+        return InvalidArgument(fmt::format(
+            "GEMM table {}: entry M = {} (M must ascend, from 1 up to {})", where, e.m, kMaxTableM));
+      if (e.choice && e.choice->impl == GemmImpl::kFlat && !is_flat_config(e.choice->config))
+        return InvalidArgument(fmt::format("GEMM table {}: M = {} names flat configuration {}",
+                                           where, e.m, e.choice->config));
+      if (e.choice && (e.choice->splits < 0 || e.choice->splits > kMaxSplitK))
+        return InvalidArgument(
+            fmt::format("GEMM table {}: M = {} asks for {} splits", where, e.m, e.choice->splits));
+      prev = e.m;
+    }
+    std::vector<std::optional<ImplChoice>> v(static_cast<size_t>(s.entries.back().m));
+    int lo = 1;
+    for (const GemmTableEntry& e : s.entries) {
+      for (int m = lo; m <= e.m; ++m) v[m - 1] = e.choice;
+      lo = e.m + 1;
+    }
+    const std::optional<ImplChoice>& last = s.entries.back().choice;
+    t.beyond_.push_back(last && last->impl == GemmImpl::kCublas ? last : std::nullopt);
+    t.by_m_.push_back(std::move(v));
+  }
+  t.shapes_ = std::move(shapes);
+  return t;
+}
+
+std::optional<ImplChoice> TunedGemmTable::lookup(int64_t m, int64_t n, int64_t k,
+                                                 DType dtype) const {
+  if (dtype != dtype_ || m < 1 || n < 1 || k < 1 || n > kMax32 || k > kMax32) return std::nullopt;
+  const auto it = index_.find(key(n, k));
+  if (it == index_.end()) return std::nullopt;
+  const std::vector<std::optional<ImplChoice>>& v = by_m_[it->second];
+  if (m <= static_cast<int64_t>(v.size())) return v[static_cast<size_t>(m - 1)];
+  return beyond_[it->second];
+}
+
+const GemmTableShape* TunedGemmTable::find(int64_t n, int64_t k) const {
+  if (n < 1 || k < 1 || n > kMax32 || k > kMax32) return nullptr;
+  const auto it = index_.find(key(n, k));
+  return it == index_.end() ? nullptr : &shapes_[it->second];
+}
+
+GemmThresholds gemm_thresholds(const TunedGemmTable& table, const GemmTableShape& shape) {
+  GemmThresholds t;
+  if (shape.entries.empty()) return t;
+  int prev_rank = 0;
+  for (int m = 1; m <= shape.entries.back().m; ++m) {
+    const int r = served_rank(table.lookup(m, shape.n, shape.k, table.dtype()), m);
+    if (r == 0) t.m1 = m;
+    if (r <= 1) t.m2 = m;
+    if (r < prev_rank) t.monotone = false;
+    prev_rank = std::max(prev_rank, r);
+  }
+  return t;
+}
+
+// ---- derivation -------------------------------------------------------------------------
+
+Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
+                                         const GpuIdentity& gpu, DType dtype) {
+  struct Acc {
+    std::vector<std::string> names;
+    std::map<int, const GemmTiming*> best;  // by M
+  };
+  std::vector<std::pair<uint64_t, Acc>> shapes;  // first-seen order
+  for (const GemmTiming& t : timings) {
+    if (!usable(t)) continue;
+    const uint64_t key = (static_cast<uint64_t>(t.n) << 32) | static_cast<uint64_t>(t.k);
+    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == key; });
+    if (it == shapes.end()) {
+      shapes.emplace_back(key, Acc{});
+      it = std::prev(shapes.end());
+    }
+    Acc& a = it->second;
+    if (!t.shape.empty() && std::find(a.names.begin(), a.names.end(), t.shape) == a.names.end())
+      a.names.push_back(t.shape);
+    const GemmTiming*& b = a.best[t.m];
+    if (b == nullptr || t.us < b->us || (t.us == b->us && simpler(t.choice, b->choice))) b = &t;
+  }
+  if (shapes.empty()) return InvalidArgument("GEMM table: no usable measurement to derive it from");
+  std::vector<GemmTableShape> out;
+  for (const auto& [key, a] : shapes) {
+    GemmTableShape s;
+    for (const std::string& n : a.names) s.name += (s.name.empty() ? "" : ",") + n;
+    s.n = a.best.begin()->second->n;
+    s.k = a.best.begin()->second->k;
+    for (const auto& [m, t] : a.best) s.entries.push_back({m, t->choice, t->us});
+    out.push_back(std::move(s));
+  }
+  return TunedGemmTable::create(gpu, dtype, std::move(out));
+}
+
+std::optional<ImplChoice> fastest_measured(const std::vector<GemmTiming>& timings, int64_t n,
+                                           int64_t k, int m, GemmImpl impl) {
+  const GemmTiming* best = nullptr;
+  for (const GemmTiming& t : timings)
+    if (usable(t) && t.n == n && t.k == k && t.m == m && t.choice.impl == impl &&
+        (best == nullptr || t.us < best->us || (t.us == best->us && simpler(t.choice, best->choice))))
+      best = &t;
+  if (best == nullptr) return std::nullopt;
+  return best->choice;
+}
+
+GemmRegret gemm_regret(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
+                       const GemmChooser& choose) {
+  std::map<int, std::vector<const GemmTiming*>> by_m;
+  for (const GemmTiming& t : timings)
+    if (usable(t) && t.n == n && t.k == k) by_m[t.m].push_back(&t);
+  GemmRegret r;
+  double sum = 0;
+  for (const auto& [m, ts] : by_m) {
+    double best = ts.front()->us;
+    for (const GemmTiming* t : ts) best = std::min(best, t->us);
+    const std::optional<ImplChoice> c = choose ? choose(m) : std::nullopt;
+    const GemmTiming* got = nullptr;  // the fastest run of the choice, should a pass repeat it
+    if (c)
+      for (const GemmTiming* t : ts)
+        if (times(*t, *c) && (got == nullptr || t->us < got->us)) got = t;
+    if (got == nullptr) {
+      ++r.unmeasured;
+      continue;
+    }
+    const double regret = got->us / best - 1.0;
+    sum += regret;
+    ++r.points;
+    if (r.worst_m == 0 || regret > r.max) r.max = regret, r.worst_m = m;
+  }
+  if (r.points > 0) r.mean = sum / r.points;
+  return r;
+}
+
+std::vector<GemmShapeReport> report_gemm_table(const TunedGemmTable& table,
+                                               const std::vector<GemmTiming>& timings) {
+  std::vector<GemmShapeReport> out;
+  for (const GemmTableShape& s : table.shapes()) {
+    GemmShapeReport r;
+    r.name = s.name;
+    r.n = s.n;
+    r.k = s.k;
+    r.thresholds = gemm_thresholds(table, s);
+    r.table = gemm_regret(timings, s.n, s.k, [&](int m) {
+      return table.lookup(m, s.n, s.k, table.dtype());
+    });
+    const GemmThresholds th = r.thresholds;
+    r.two_point = gemm_regret(timings, s.n, s.k, [&](int m) -> std::optional<ImplChoice> {
+      if (m <= th.m1) return fastest_measured(timings, s.n, s.k, m, GemmImpl::kGemv);
+      if (m <= th.m2) return fastest_measured(timings, s.n, s.k, m, GemmImpl::kFlat);
+      return ImplChoice{GemmImpl::kCublas, -1, 0};
+    });
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// ---- files ----------------------------------------------------------------------------
+
+std::string serialize_gemm_table(const TunedGemmTable& table) {
+  // By hand around compact entries: one line per entry keeps a 500-M sweep readable.
+  const GpuIdentity& g = table.gpu();
+  json gpu = {{"name", g.name},
+              {"sm_count", g.sm_count},
+              {"compute_capability", fmt::format("{}.{}", g.cc_major, g.cc_minor)},
+              {"cuda_runtime", g.cuda_runtime}};
+  std::string s = "{\n";
+  s += fmt::format(" \"format\": {},\n \"version\": {},\n", json(kGemmTableFormat).dump(),
+                   kGemmTableVersion);
+  s += fmt::format(" \"gpu\": {},\n \"dtype\": {},\n", gpu.dump(), json(dtype_name(table.dtype())).dump());
+  s += fmt::format(" \"created\": {},\n \"models\": {},\n", json(table.created).dump(),
+                   json(table.models).dump());
+  s += " \"shapes\": [";
+  for (size_t i = 0; i < table.shapes().size(); ++i) {
+    const GemmTableShape& sh = table.shapes()[i];
+    const GemmThresholds th = gemm_thresholds(table, sh);
+    s += fmt::format("{}\n  {{\"name\": {}, \"n\": {}, \"k\": {}, \"m1\": {}, \"m2\": {}, \"entries\": [",
+                     i == 0 ? "" : ",", json(sh.name).dump(), sh.n, sh.k, th.m1, th.m2);
+    for (size_t j = 0; j < sh.entries.size(); ++j) {
+      const GemmTableEntry& e = sh.entries[j];
+      nlohmann::ordered_json je = {{"m", e.m}, {"impl", entry_impl_name(e.choice)}};
+      if (e.choice && e.choice->impl == GemmImpl::kFlat) je["config"] = entry_config_name(e.choice);
+      if (e.choice && e.choice->impl != GemmImpl::kCublas && e.choice->splits > 0)
+        je["splits"] = e.choice->splits;
+      if (e.us > 0) je["us"] = round3(e.us);
+      s += fmt::format("{}\n   {}", j == 0 ? "" : ",", je.dump());
+    }
+    s += "]}";
+  }
+  s += "\n ]\n}\n";
+  return s;
+}
+
+Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    return bad(where, fmt::format("not JSON ({})", e.what()));
+  }
+  if (!j.is_object()) return bad(where, "not a JSON object");
+  if (!j.contains("format") || j["format"] != kGemmTableFormat)
+    return bad(where, fmt::format("\"format\" is not \"{}\"", kGemmTableFormat));
+  int64_t version = 0;
+  FDPP_RETURN_IF_ERROR(read_int(j, "version", 1, 1 << 20, where, &version));
+  if (version != kGemmTableVersion)
+    return bad(where, fmt::format("version {} (this fdpp reads version {}: run fdpp tune again)",
+                                  version, kGemmTableVersion));
+
+  if (!j.contains("gpu") || !j["gpu"].is_object()) return bad(where, "no \"gpu\" object");
+  const json& g = j["gpu"];
+  const std::string gwhere = where + " \"gpu\"";
+  GpuIdentity gpu;
+  int64_t v = 0;
+  FDPP_RETURN_IF_ERROR(read_string(g, "name", gwhere, &gpu.name));
+  FDPP_RETURN_IF_ERROR(read_int(g, "sm_count", 0, 1 << 20, gwhere, &v));
+  gpu.sm_count = static_cast<int>(v);
+  FDPP_RETURN_IF_ERROR(read_int(g, "cuda_runtime", 0, 1 << 30, gwhere, &v));
+  gpu.cuda_runtime = static_cast<int>(v);
+  std::string cc;
+  FDPP_RETURN_IF_ERROR(read_string(g, "compute_capability", gwhere, &cc));
+  {
+    int major = -1, minor = -1;
+    char dot = 0, extra = 0;
+    std::istringstream in(cc);
+    if (!(in >> major >> dot >> minor) || dot != '.' || (in >> extra) || major < 0 || minor < 0)
+      return bad(gwhere, fmt::format("\"compute_capability\" = \"{}\" (expected \"9.0\")", cc));
+    gpu.cc_major = major;
+    gpu.cc_minor = minor;
+  }
+
+  std::string dts;
+  FDPP_RETURN_IF_ERROR(read_string(j, "dtype", where, &dts));
+  DType dtype = DType::kF16;
+  if (!parse_dtype(dts, &dtype) || (dtype != DType::kF16 && dtype != DType::kBF16))
+    return bad(where, fmt::format("\"dtype\" = \"{}\" (expected f16 or bf16)", dts));
+
+  if (!j.contains("shapes") || !j["shapes"].is_array()) return bad(where, "no \"shapes\" array");
+  std::vector<GemmTableShape> shapes;
+  for (size_t i = 0; i < j["shapes"].size(); ++i) {
+    const json& js = j["shapes"][i];
+    const std::string swhere = fmt::format("{} shapes[{}]", where, i);
+    if (!js.is_object()) return bad(swhere, "not an object");
+    GemmTableShape s;
+    if (js.contains("name") && js["name"].is_string()) s.name = js["name"].get<std::string>();
+    FDPP_RETURN_IF_ERROR(read_int(js, "n", 1, kMax32, swhere, &s.n));
+    FDPP_RETURN_IF_ERROR(read_int(js, "k", 1, kMax32, swhere, &s.k));
+    if (!js.contains("entries") || !js["entries"].is_array() || js["entries"].empty())
+      return bad(swhere, "no \"entries\" array (or an empty one)");
+    int prev = 0;
+    for (size_t e = 0; e < js["entries"].size(); ++e) {
+      const json& je = js["entries"][e];
+      const std::string ewhere = fmt::format("{} entries[{}]", swhere, e);
+      if (!je.is_object()) return bad(ewhere, "not an object");
+      GemmTableEntry entry;
+      FDPP_RETURN_IF_ERROR(read_int(je, "m", 1, kMaxTableM, ewhere, &v));
+      entry.m = static_cast<int>(v);
+      if (entry.m <= prev) return bad(ewhere, fmt::format("M = {} after M = {} (M must ascend)", entry.m, prev));
+      prev = entry.m;
+      std::string impl, config;
+      FDPP_RETURN_IF_ERROR(read_string(je, "impl", ewhere, &impl));
+      if (impl == "flat") FDPP_RETURN_IF_ERROR(read_string(je, "config", ewhere, &config));
+      int64_t splits = 0;
+      if (je.contains("splits")) FDPP_RETURN_IF_ERROR(read_int(je, "splits", 0, kMaxSplitK, ewhere, &splits));
+      FDPP_ASSIGN_OR_RETURN(entry.choice, choice_from_names(impl, config, splits, ewhere));
+      if (je.contains("us") && je["us"].is_number()) entry.us = je["us"].get<double>();
+      s.entries.push_back(entry);
+    }
+    shapes.push_back(std::move(s));
+  }
+  auto t = TunedGemmTable::create(gpu, dtype, std::move(shapes));
+  if (!t.ok()) return bad(where, t.status().message());
+  if (j.contains("created") && j["created"].is_string()) t->created = j["created"].get<std::string>();
+  if (j.contains("models") && j["models"].is_array())
+    for (const json& m : j["models"])
+      if (m.is_string()) t->models.push_back(m.get<std::string>());
+  return t;
+}
+
+Result<TunedGemmTable> load_gemm_table(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return NotFound(fmt::format("no GEMM table at {}", path.string()));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return IoError(fmt::format("cannot open {}", path.string()));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) return IoError(fmt::format("reading {}", path.string()));
+  return parse_gemm_table(ss.str(), path.string());
+}
+
+Status save_gemm_table(const TunedGemmTable& table, const fs::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) return IoError(fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
+  }
+  fs::path tmp = path;
+  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return IoError(fmt::format("cannot write {}", tmp.string()));
+    f << serialize_gemm_table(table);
+    f.close();
+    if (!f) {
+      fs::remove(tmp, ec);
+      return IoError(fmt::format("writing {} failed", tmp.string()));
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
+  }
+  return Status::Ok();
+}
+
+Status check_gemm_table_matches(const TunedGemmTable& table, const GpuIdentity& gpu, DType dtype) {
+  if (!(table.gpu() == gpu))
+    return InvalidArgument(fmt::format("the GEMM table was measured on {}, not on this {}",
+                                       table.gpu().summary(), gpu.summary()));
+  if (table.dtype() != dtype)
+    return InvalidArgument(fmt::format("the GEMM table is for {}, this engine runs {}",
+                                       dtype_name(table.dtype()), dtype_name(dtype)));
+  return Status::Ok();
+}
+
+TunedGemmTable merge_gemm_tables(const TunedGemmTable& old, const TunedGemmTable& fresh) {
+  std::vector<GemmTableShape> shapes;
+  for (const GemmTableShape& s : old.shapes())
+    shapes.push_back(fresh.find(s.n, s.k) ? *fresh.find(s.n, s.k) : s);
+  for (const GemmTableShape& s : fresh.shapes())
+    if (old.find(s.n, s.k) == nullptr) shapes.push_back(s);
+  auto merged = TunedGemmTable::create(fresh.gpu(), fresh.dtype(), std::move(shapes));
+  if (!merged.ok()) return fresh;  // both were valid and keys are distinct: cannot happen
+  TunedGemmTable t = std::move(merged).value();
+  t.created = fresh.created;
+  t.models = old.models;
+  for (const std::string& m : fresh.models)
+    if (std::find(t.models.begin(), t.models.end(), m) == t.models.end()) t.models.push_back(m);
+  return t;
+}
+
+fs::path fdpp_cache_dir() {
+  if (const char* d = std::getenv("FDPP_CACHE_DIR"); d && *d) return fs::path(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "fdpp";
+  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "fdpp";
+  std::error_code ec;
+  return fs::temp_directory_path(ec) / "fdpp";
+}
+
+std::string gemm_table_file_name(const GpuIdentity& gpu, DType dtype) {
+  std::string name;
+  for (const char c : gpu.name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!name.empty() && name.back() != '-')
+      name += '-';
+  }
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  if (name.empty()) name = "unknown-gpu";
+  return fmt::format("{}_sm{}{}_{}sm_cuda{}_{}.json", name, gpu.cc_major, gpu.cc_minor,
+                     gpu.sm_count, cuda_version(gpu.cuda_runtime), dtype_name(dtype));
+}
+
+fs::path gemm_table_path(const GpuIdentity& gpu, DType dtype, const fs::path& cache_dir) {
+  const fs::path dir = cache_dir.empty() ? fdpp_cache_dir() : cache_dir;
+  return dir / "gemm" / gemm_table_file_name(gpu, dtype);
+}
+
+// ---- built-in defaults ----------------------------------------------------------------
+
+Result<TunedGemmTable> builtin_gemm_table(DType dtype) {
+  const BuiltinGemmTable& b = builtin_gemm_table_data();
+  std::vector<GemmTableShape> shapes;
+  for (int i = 0; i < b.row_count; ++i) {
+    const BuiltinGemmRow& r = b.rows[i];
+    const std::string where = fmt::format("built-in row {} ({} M={})", i, r.shape, r.m);
+    auto it = std::find_if(shapes.begin(), shapes.end(),
+                           [&](const GemmTableShape& s) { return s.n == r.n && s.k == r.k; });
+    if (it == shapes.end()) {
+      shapes.push_back(GemmTableShape{r.shape, r.n, r.k, {}});
+      it = std::prev(shapes.end());
+    }
+    FDPP_ASSIGN_OR_RETURN(std::optional<ImplChoice> c,
+                          choice_from_names(r.impl, r.config, r.splits, where));
+    it->entries.push_back({r.m, c, r.us});
+  }
+  GpuIdentity gpu{b.gpu_name, b.sm_count, b.cc_major, b.cc_minor, b.cuda_runtime};
+  FDPP_ASSIGN_OR_RETURN(TunedGemmTable t, TunedGemmTable::create(gpu, dtype, std::move(shapes)));
+  t.created = b.created;
+  return t;
+}
+
+Result<std::string> emit_builtin_gemm_table_cpp(const TunedGemmTable& table,
+                                                const std::string& command) {
+  if (table.shapes().empty())
+    return InvalidArgument("--emit-cpp: the table has no shapes to write");
+  const auto quote = [](const std::string& s) { return json(s).dump(); };  // a valid C++ literal for ASCII
+  std::string rows;
+  for (const GemmTableShape& s : table.shapes()) {
+    for (size_t i = 0; i < s.entries.size(); ++i) {
+      const GemmTableEntry& e = s.entries[i];
+      // An entry covers (previous m, m]: a run of equal choices is its last entry alone.
+      if (i + 1 < s.entries.size() && s.entries[i + 1].choice == e.choice) continue;
+      rows += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", quote(s.name), s.n, s.k, e.m,
+                          quote(entry_impl_name(e.choice)), quote(entry_config_name(e.choice)),
+                          e.choice ? e.choice->splits : 0, round3(e.us));
+    }
+  }
+  const GpuIdentity& g = table.gpu();
+  std::string cmd;  // the command may hold anything; keep the comment one line of ASCII
+  for (const char c : command) cmd += (c == '\n' || c == '\r') ? ' ' : c;
+  return fmt::format(
+      "// GENERATED by `fdpp tune --emit-cpp`: {}\n"
+      "// on {} ({}), {}. Do not edit by hand; tune again.\n"
+      "//\n"
+      "// The built-in GEMM dispatch table (backend/gemm_table.h): what the engine uses when\n"
+      "// no table was tuned for its GPU. Each row is the choice for M in (the previous row's\n"
+      "// M of the same shape, M]; \"default\" defers to the built-in rule of gemm_plan.h; split-K\n"
+      "// 0 lets the planner pick; µs is the time measured at that M.\n"
+      "#include \"backend/gemm_table.h\"\n"
+      "\n"
+      "namespace fdpp {{\n"
+      "namespace {{\n"
+      "\n"
+      "// shape, N, K, up to M, implementation, flat configuration, split-K, µs\n"
+      "constexpr BuiltinGemmRow kRows[] = {{\n"
+      "{}"
+      "}};\n"
+      "\n"
+      "}}  // namespace\n"
+      "\n"
+      "const BuiltinGemmTable& builtin_gemm_table_data() {{\n"
+      "  static constexpr BuiltinGemmTable kTable = {{\n"
+      "      {}, {}, {}, {}, {}, {}, {},\n"
+      "      kRows, static_cast<int>(sizeof(kRows) / sizeof(kRows[0]))}};\n"
+      "  return kTable;\n"
+      "}}\n"
+      "\n"
+      "}}  // namespace fdpp\n",
+      cmd, g.summary(), dtype_name(table.dtype()), table.created, rows, quote(g.name), g.sm_count,
+      g.cc_major, g.cc_minor, g.cuda_runtime, quote(dtype_name(table.dtype())),
+      quote(table.created));
+}
+
+}  // namespace fdpp

@@ -1,0 +1,138 @@
+// The engine's GEMM dispatch table (runtime/gemm_table_setup.h).
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "backend/gemm_policy.h"
+#include "backend/gemm_table.h"
+#include "model/gemm_shapes.h"
+#include "runtime/gemm_table_setup.h"
+#ifdef FDPP_HAVE_CUDA
+#include "backend/cuda/bench/gemm_tune.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gemm/gemm_dispatch.h"
+#endif
+
+namespace fdpp {
+
+#ifdef FDPP_HAVE_CUDA
+namespace {
+
+namespace fs = std::filesystem;
+
+// The model's shapes the table has no entry for, "qkv [12288, 4096]" each.
+std::vector<cuda::GemmBenchShape> missing_shapes(const std::optional<TunedGemmTable>& t,
+                                                 const std::vector<cuda::GemmBenchShape>& shapes) {
+  std::vector<cuda::GemmBenchShape> out;
+  for (const cuda::GemmBenchShape& s : shapes)
+    if (!t || t->find(s.n, s.k) == nullptr) out.push_back(s);
+  return out;
+}
+
+std::string shape_list(const std::vector<cuda::GemmBenchShape>& shapes) {
+  std::string s;
+  for (const cuda::GemmBenchShape& x : shapes)
+    s += fmt::format("{}{} [{}, {}]", s.empty() ? "" : ", ", x.name, x.n, x.k);
+  return s;
+}
+
+}  // namespace
+#endif
+
+Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& cfg,
+                                     Backend& backend) {
+  GemmPolicy policy = GemmPolicy::kAuto;
+  if (!parse_gemm_policy(o.gemm, &policy))
+    return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
+  if (backend.device() != Device::kCUDA) {
+    if (!o.gemm_table.empty() || o.autotune)
+      spdlog::warn("--gemm-table / --autotune apply to the CUDA backend only: ignored");
+    return std::string("none (CPU backend)");
+  }
+  if (policy == GemmPolicy::kGemv || policy == GemmPolicy::kCublas) {
+    if (!o.gemm_table.empty() || o.autotune)
+      spdlog::warn("--gemm {} forces one implementation: --gemm-table / --autotune are ignored",
+                   o.gemm);
+    return fmt::format("none (--gemm {})", o.gemm);
+  }
+#ifdef FDPP_HAVE_CUDA
+  auto& be = static_cast<cuda::CudaBackend&>(backend);
+  FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, cuda::gpu_identity(be));
+  const DType dtype = be.activation_dtype();
+  std::vector<cuda::GemmBenchShape> model_shapes;
+  for (const GemmShape& s : gemm_shapes(cfg)) model_shapes.push_back({s.name, s.n, s.k});
+  model_shapes = cuda::distinct_gemm_shapes(model_shapes);
+  const auto install = [&](TunedGemmTable t) {
+    be.gemm_dispatcher().set_table(std::make_shared<const TunedGemmTable>(std::move(t)));
+  };
+
+  // 1. Named on the command line: its problems are errors.
+  if (!o.gemm_table.empty()) {
+    const std::string where = "--gemm-table " + o.gemm_table.string();
+    auto t = load_gemm_table(o.gemm_table);
+    if (!t.ok()) return t.status().with_context(where);
+    FDPP_RETURN_IF_ERROR(check_gemm_table_matches(*t, gpu, dtype).with_context(where));
+    if (auto miss = missing_shapes(*t, model_shapes); !miss.empty())
+      spdlog::warn("{} has no entry for {}: the built-in rule serves them", o.gemm_table.string(),
+                   shape_list(miss));
+    install(std::move(t).value());
+    return "file " + o.gemm_table.string();
+  }
+
+  // 2. This GPU's cache file.
+  const fs::path path = gemm_table_path(gpu, dtype);
+  std::optional<TunedGemmTable> table;
+  if (auto t = load_gemm_table(path); t.ok()) {
+    if (Status s = check_gemm_table_matches(*t, gpu, dtype); s.ok())
+      table = std::move(t).value();
+    else
+      spdlog::warn("ignoring {}: {}; using built-in GEMM defaults", path.string(), s.message());
+  } else if (t.status().code() != StatusCode::kNotFound) {
+    spdlog::warn("ignoring {}: {}; using built-in GEMM defaults", path.string(), t.status().message());
+  }
+  const bool cache_was_bad = !table && fs::exists(path);
+  std::vector<cuda::GemmBenchShape> missing = missing_shapes(table, model_shapes);
+
+  if (o.autotune && !missing.empty()) {
+    spdlog::info("--autotune: timing GEMM shapes {} on {} (seconds)", shape_list(missing),
+                 gpu.summary());
+    cuda::GemmTuneOptions to;
+    auto fresh = cuda::tune_gemm_table(be, missing, to);
+    if (!fresh.ok()) return fresh.status().with_context("--autotune");
+    fresh->models = {o.model_dir.string()};
+    table = table ? merge_gemm_tables(*table, *fresh) : std::move(fresh).value();
+    if (Status s = save_gemm_table(*table, path); !s.ok())
+      spdlog::warn("--autotune: the table is used but not saved: {}", s.message());
+    else
+      spdlog::info("--autotune: saved {}", path.string());
+    missing.clear();
+  }
+  if (table) {
+    if (!missing.empty())
+      spdlog::info("{} has no entry for {}: the built-in rule serves them (fdpp tune -m {})",
+                   path.string(), shape_list(missing), o.model_dir.string());
+    install(std::move(*table));
+    return "file " + path.string();
+  }
+
+  // 3. The built-in defaults.
+  auto builtin = builtin_gemm_table(dtype);
+  if (!builtin.ok()) {
+    spdlog::warn("the built-in GEMM table does not load ({}): using the built-in rule",
+                 builtin.status().message());
+    return std::string("none (built-in rule)");
+  }
+  if (!cache_was_bad)
+    spdlog::info("no tuned GEMM table for {}; using built-in defaults (run fdpp tune)", gpu.summary());
+  const std::string what = fmt::format("built-in defaults ({}, {})", builtin->gpu().name, builtin->created);
+  install(std::move(builtin).value());
+  return what;
+#else
+  return std::string("none (no CUDA)");
+#endif
+}
+
+}  // namespace fdpp
