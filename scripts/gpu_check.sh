@@ -180,38 +180,56 @@ for stage in "${stages[@]}"; do
       done
       ;;
     family)
-      # Issue 7, one model at a time (the disk holds about two): random weights, logits against
-      # transformers (prompt lengths 1, 17, 500), fdpp bench, calibration, Hugging Face eager
-      # the same day; the model is deleted afterwards.
+      # Issue 7, one model at a time (the disk holds about two): random weights, its GEMM table
+      # (fdpp tune into the cache, --emit-cpp of every shape the cache holds), logits against
+      # transformers in fp32 (prompt lengths 1, 17, 500), fdpp bench, calibration, Hugging
+      # Face eager the same day; the model is deleted afterwards. FAMILY_STEPS picks steps.
+      steps=" ${FAMILY_STEPS:-tune compare bench calibrate hf} "
       for fm in ${FAMILY_MODELS:-opt-6.7b chatglm2-6b llama-2-13b}; do
         t1=$(date +%s)
         dir=$MODELS_TMP/$fm
         extra=(); ctx="128,1024,8192"; hfdir=$dir
         case $fm in
           chatglm2-6b) extra=(--chatglm-naming both); ctx="128,1024,8192,32768"; hfdir=$dir-glm ;;
+          opt-*) ctx="128,1024" ;;  # OPT learned 2048 positions
         esac
         [ -f "$dir/config.json" ] ||
           python3 scripts/make_random_model.py "$fm" "$dir" "${extra[@]}" >>"$WORK/models.log" 2>&1
         case $fm in
-          llama-*) cp -n "$ROOT/models/tokenizers/llama2/tokenizer.model" "$dir/" ;;
-          opt-*) cp -n "$ROOT/models/tokenizers/gpt2/"{vocab.json,merges.txt} "$dir/" ;;
-          chatglm*) cp -n "$ROOT/models/tokenizers/chatglm2/"* "$dir/" ;;
+          llama-*) cp --update=none "$ROOT/models/tokenizers/llama2/tokenizer.model" "$dir/" ;;
+          opt-*) cp --update=none "$ROOT/models/tokenizers/gpt2/"{vocab.json,merges.txt} "$dir/" ;;
+          chatglm*) cp --update=none "$ROOT/models/tokenizers/chatglm2/"* "$dir/" ;;
         esac
         note "family $fm: model ready ($(stage_time $t1)); $(df -h /tmp | tail -1 | awk '{print $4}') free"
-        python3 scripts/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --lengths 1,17,500 \
-          --batch 1,3 --out "$WORK/compare_$fm.json" >"$WORK/compare_$fm.log" 2>&1
-        note "family $fm compare: exit $? ($(stage_time $t1))"
-        tail -12 "$WORK/compare_$fm.log" >>"$summary"
-        "$FDPP" bench -m "$dir" -b 1,8 -p "$ctx" -n 32 -r 1 >"$WORK/bench_$fm.md" 2>"$WORK/bench_$fm.err"
-        note "family $fm bench: exit $? ($(stage_time $t1))"
-        cat "$WORK/bench_$fm.md" >>"$summary"
-        "$FDPP" calibrate -m "$dir" --tokens 4096 --out "$WORK/cal_$fm.json" >"$WORK/calibrate_$fm.md" 2>&1
-        note "family $fm calibrate: exit $? ($(stage_time $t1))"
-        cat "$WORK/calibrate_$fm.md" >>"$summary"
-        python3 scripts/bench_baselines.py --model "$hfdir" --modes eager --batch 1,8 --prompt 1024 --gen 16 \
-          --reps 1 --time-limit 60 --out "$WORK/baselines_$fm.json" >"$WORK/baselines_$fm.log" 2>&1
-        note "family $fm HF eager: exit $? ($(stage_time $t1))"
-        tail -6 "$WORK/baselines_$fm.log" >>"$summary"
+        if [[ $steps == *" tune "* ]]; then
+          # shellcheck disable=SC2086
+          "$FDPP" tune -m "$dir" --emit-cpp "$WORK/gemm_table_h200.cpp" ${TUNE_ARGS:-} \
+            >"$WORK/tune_$fm.md" 2>"$WORK/tune_$fm.err"
+          note "family $fm tune: exit $? ($(stage_time $t1))"
+          cat "$WORK/tune_$fm.md" >>"$summary"
+        fi
+        if [[ $steps == *" compare "* ]]; then
+          python3 scripts/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --hf-dtype fp32 \
+            --lengths 1,17,500 --batch 1 --out "$WORK/compare_$fm.json" >"$WORK/compare_$fm.log" 2>&1
+          note "family $fm compare: exit $? ($(stage_time $t1))"
+          grep -A8 "^| mode" "$WORK/compare_$fm.log" >>"$summary"
+        fi
+        if [[ $steps == *" bench "* ]]; then
+          "$FDPP" bench -m "$dir" -b 1,8 -p "$ctx" -n 32 -r 1 >"$WORK/bench_$fm.md" 2>"$WORK/bench_$fm.err"
+          note "family $fm bench: exit $? ($(stage_time $t1))"
+          cat "$WORK/bench_$fm.md" >>"$summary"
+        fi
+        if [[ $steps == *" calibrate "* ]]; then
+          "$FDPP" calibrate -m "$dir" --tokens 2048 --out "$WORK/cal_$fm.json" >"$WORK/calibrate_$fm.md" 2>&1
+          note "family $fm calibrate: exit $? ($(stage_time $t1))"
+          cat "$WORK/calibrate_$fm.md" >>"$summary"
+        fi
+        if [[ $steps == *" hf "* ]]; then
+          python3 scripts/bench_baselines.py --model "$hfdir" --modes eager --batch 1 --prompt 1024 --gen 16 \
+            --reps 1 --time-limit 30 --out "$WORK/baselines_$fm.json" >"$WORK/baselines_$fm.log" 2>&1
+          note "family $fm HF eager: exit $? ($(stage_time $t1))"
+          tail -6 "$WORK/baselines_$fm.log" >>"$summary"
+        fi
         rm -rf "$dir" "$dir-glm"
       done
       ;;

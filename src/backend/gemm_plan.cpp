@@ -230,7 +230,7 @@ ImplChoice default_gemm_choice(const GemmProblem& p, const GemmDeviceTraits& tra
   if (p.m >= 1 && p.m <= kDefaultGemvMaxM &&
       gemm_unsupported_reason(GemmImpl::kGemv, -1, p, traits) == nullptr)
     return {GemmImpl::kGemv, -1, 0};
-  if (p.m >= 1 && p.m <= kFlatMaxM) {
+  if (p.m >= 1 && p.m <= kDefaultFlatMaxM) {
     const int c = default_flat_config(p, traits);
     if (c >= 0 && gemm_unsupported_reason(GemmImpl::kFlat, c, p, traits) == nullptr)
       return {GemmImpl::kFlat, c, 0};

@@ -70,13 +70,21 @@ struct GemmPlan {
   const char* fallback = nullptr;
 };
 
-// The built-in rule, until a tuned table exists:
+// The built-in rule, for shapes no tuned table (nor the built-in H200 table,
+// gemm_table_h200.cpp) covers:
 //   M <= kDefaultGemvMaxM            → ImplA
-//   M <= kFlatMaxM (64)              → ImplB, among the configurations with the fewest
+//   M <= kDefaultFlatMaxM            → ImplB, among the configurations with the fewest
 //                                      n8 tiles that hold M, the one the split-K cost
 //                                      model rates fastest for [N, K]
 //   larger M, or a shape the custom kernels cannot run → ImplC
-inline constexpr int64_t kDefaultGemvMaxM = 4;
+// The paper's rule is GEMV for M <= 4 and flat GEMM up to 64. On the H200 with CUDA 13.0
+// (fdpp tune, 2026-11-30, Llama-2-7B/13B, ChatGLM2-6B, OPT-6.7B shapes) cuBLASLt already
+// streams at 75-90% of the read bandwidth from M = 1 to 128: ImplB never won, and ImplA won
+// only at M = 1-2 on some shapes (by 2-7%) while losing by up to 20% on others (13B QKV), so
+// that rule cost 65-530% at its worst M. Both bounds are therefore 0: an untuned shape runs
+// cuBLASLt, and `fdpp tune` finds the M where a custom kernel wins.
+inline constexpr int64_t kDefaultGemvMaxM = 0;
+inline constexpr int64_t kDefaultFlatMaxM = 0;
 ImplChoice default_gemm_choice(const GemmProblem& p, const GemmDeviceTraits& traits);
 
 // The ImplB configuration `--gemm flat` uses for M when the table names none

@@ -76,7 +76,7 @@ int impl_rank(GemmImpl i) {
 int served_rank(const std::optional<ImplChoice>& c, int m) {
   if (c) return impl_rank(c->impl);
   if (m <= kDefaultGemvMaxM) return 0;
-  return m <= kFlatMaxM ? 1 : 2;
+  return m <= kDefaultFlatMaxM ? 1 : 2;
 }
 
 // Tie order: the simpler kernel first (see derive_gemm_table).

@@ -127,7 +127,7 @@ struct GemmThresholds {
   bool monotone = true;  // gemv, then flat, then cuBLASLt, with no switch back
 };
 // "default" entries count as the built-in rule would serve them (GEMV up to
-// kDefaultGemvMaxM, flat up to kFlatMaxM).
+// kDefaultGemvMaxM, flat up to kDefaultFlatMaxM).
 GemmThresholds gemm_thresholds(const TunedGemmTable& table, const GemmTableShape& shape);
 
 // The fastest measured choice per (shape, M): one shape per distinct [N, K], one

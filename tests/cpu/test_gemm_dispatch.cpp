@@ -73,7 +73,7 @@ TEST(GemmPlan, DefaultRuleAtTheMThresholds) {
       ASSERT_EQ(p.fallback, nullptr) << m;
       if (m <= kDefaultGemvMaxM) {
         EXPECT_EQ(p.choice.impl, GemmImpl::kGemv) << m;
-      } else if (m <= kFlatMaxM) {
+      } else if (m <= kDefaultFlatMaxM) {
         ASSERT_EQ(p.choice.impl, GemmImpl::kFlat) << m;
         // The configuration with the fewest n8 tiles that still holds M.
         const FlatConfigDesc& c = kFlatConfigs[p.choice.config];
@@ -168,7 +168,7 @@ TEST(GemmPlan, InjectedTable) {
   GemmPlan p = plan_gemm(prob(2), GemmPolicy::kAuto, &flat3, t);
   EXPECT_EQ(p.choice, (ImplChoice{GemmImpl::kFlat, 3, 2}));
   p = plan_gemm(prob(2, 12288), GemmPolicy::kAuto, &flat3, t);
-  EXPECT_EQ(p.choice.impl, GemmImpl::kGemv);
+  EXPECT_EQ(p.choice.impl, default_gemm_choice(prob(2, 12288), t).impl);
   // --gemm flat takes the table's flat configuration; --gemm gemv ignores the table.
   p = plan_gemm(prob(7), GemmPolicy::kFlat, &flat3, t);
   EXPECT_EQ(p.choice.config, 3);
@@ -310,14 +310,14 @@ TEST(GemmPlan, DegenerateShapes) {
     EXPECT_EQ(plan_gemm(prob(1, 0), pol, nullptr, t).fallback, nullptr);
   }
   // K = 0: y = bias (+ y), one split over nothing.
-  const GemmPlan p = plan_gemm(prob(1, 4096, 0), GemmPolicy::kAuto, nullptr, t);
+  const GemmPlan p = plan_gemm(prob(1, 4096, 0), GemmPolicy::kGemv, nullptr, t);
   EXPECT_EQ(p.choice.impl, GemmImpl::kGemv);
   EXPECT_EQ(p.choice.splits, 1);
   EXPECT_EQ(p.k_split, 0);
   // Unknown occupancy counts as one CTA per SM rather than dividing by zero.
   GemmDeviceTraits unknown;
   unknown.sm_count = 0;
-  const GemmPlan q = plan_gemm(prob(3), GemmPolicy::kAuto, nullptr, unknown);
+  const GemmPlan q = plan_gemm(prob(3), GemmPolicy::kGemv, nullptr, unknown);
   EXPECT_EQ(q.choice.impl, GemmImpl::kGemv);
   EXPECT_GE(q.choice.splits, 1);
 }
@@ -326,7 +326,7 @@ TEST(GemmPlan, ConfigsThatDoNotFitAreNeverPlanned) {
   GemmDeviceTraits t = h200();
   t.flat_ctas_per_sm[0] = -1;  // as on a GPU with too little shared memory for it
   for (int64_t m : {5, 8}) {
-    const GemmPlan p = plan_gemm(prob(m), GemmPolicy::kAuto, nullptr, t);
+    const GemmPlan p = plan_gemm(prob(m), GemmPolicy::kFlat, nullptr, t);
     ASSERT_EQ(p.choice.impl, GemmImpl::kFlat);
     EXPECT_NE(p.choice.config, 0) << "the other M <= 8 configuration serves it";
   }
@@ -336,8 +336,10 @@ TEST(GemmPlan, ConfigsThatDoNotFitAreNeverPlanned) {
   const GemmPlan f = plan_gemm(prob(40), GemmPolicy::kFlat, nullptr, t);
   EXPECT_EQ(f.choice.impl, GemmImpl::kCublas);
   EXPECT_NE(f.fallback, nullptr);
-  t.gemv_ctas_per_sm[1] = -1;
-  EXPECT_EQ(plan_gemm(prob(2), GemmPolicy::kAuto, nullptr, t).choice.impl, GemmImpl::kFlat);
+  t.gemv_ctas_per_sm[1] = -1;  // the GEMV of M = 2 does not fit: forced, it falls back
+  const GemmPlan g = plan_gemm(prob(2), GemmPolicy::kGemv, nullptr, t);
+  EXPECT_EQ(g.choice.impl, GemmImpl::kCublas);
+  EXPECT_NE(g.fallback, nullptr);
 }
 
 }  // namespace

@@ -556,7 +556,7 @@ TEST(GemmTable, BuiltInDefaults) {
     for (const GemmTableShape& s : b->shapes()) {
       const GemmThresholds th = gemm_thresholds(*b, s);
       EXPECT_EQ(th.m1, kDefaultGemvMaxM) << s.name;
-      EXPECT_EQ(th.m2, kFlatMaxM) << s.name;
+      EXPECT_EQ(th.m2, kDefaultFlatMaxM) << s.name;
       for (int64_t m = 1; m <= 700; ++m) {
         const GemmProblem p{m, s.n, s.k, DType::kF16, true};
         ASSERT_EQ(plan_gemm(p, GemmPolicy::kAuto, &*b, traits).choice,
