@@ -35,13 +35,15 @@ Reference load_reference() {
   return r;
 }
 
-std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1, bool graphs = true) {
+std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1, bool graphs = true,
+                                    const std::string& gemm = "auto") {
   EngineOptions o;
   o.model_dir = test::models_dir() / "stories260K";
   o.device = "cuda";
   o.dtype = dtype;
   o.max_batch = max_batch;
   o.cuda_graphs = graphs;
+  o.gemm = gemm;
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(e).value() : nullptr;
@@ -89,6 +91,29 @@ TEST_P(CudaEndToEnd, GreedyIdsEqualTheReference) {
     EXPECT_EQ(std::vector<int>(seq.begin(), seq.begin() + n),
               std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + n))
         << "graphs " << graphs << ", the first " << decided << " generated tokens compared";
+  }
+}
+
+// The GEMM dispatch choice (issue 6) must not change what the model says: every forced
+// path gives the reference's greedy ids (shapes a kernel cannot run, e.g. K = 172 for the
+// 16-byte loads, fall back to cuBLASLt inside the policy).
+TEST_P(CudaEndToEnd, GreedyIdsDoNotDependOnTheGemmPolicy) {
+  FDPP_REQUIRE_GPU();
+  const Reference ref = load_reference();
+  const size_t decided = test::decided_greedy_tokens(ref.logits, 512, ref.prompt_ids.size(),
+                                                     test::greedy_rel_margin(GetParam()));
+  ASSERT_GE(decided, 12u);
+  for (const char* gemm : {"auto", "gemv", "flat", "cublas"}) {
+    auto engine = cuda_engine(GetParam(), 1, true, gemm);
+    ASSERT_TRUE(engine) << gemm;
+    auto out = engine->generate({{ref.prompt_ids, greedy(60)}}, nullptr);
+    ASSERT_TRUE(out.ok()) << gemm << ": " << out.status().to_string();
+    std::vector<int> seq = ref.prompt_ids;
+    seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
+    const size_t n = std::min(seq.size(), ref.prompt_ids.size() + decided);
+    EXPECT_EQ(std::vector<int>(seq.begin(), seq.begin() + n),
+              std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + n))
+        << "--gemm " << gemm;
   }
 }
 
