@@ -9,32 +9,15 @@
 
 #include "fdpp/engine.h"
 #include "model/config.h"
+#include "common/stories_reference.h"
 #include "common/test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {
 namespace {
 
-struct Reference {
-  std::vector<int> prompt_ids;  // [1, 403, 407, 261, 378]
-  std::vector<int> sequence;    // BOS + greedy_ids: 65 tokens, positions 0..64
-  std::string text;
-  std::vector<float> logits;    // (64, 512)
-};
-
-Reference load_reference() {
-  const auto dir = test::models_dir() / "stories260K" / "reference";
-  auto j = nlohmann::json::parse(test::read_file(dir / "once_upon_a_time.json"));
-  Reference r;
-  r.prompt_ids = j["prompt_ids"].get<std::vector<int>>();
-  r.sequence = {1};
-  for (int id : j["greedy_ids"]) r.sequence.push_back(id);
-  r.text = j["greedy_text"].get<std::string>();
-  const std::string raw = test::read_file(dir / "logits_once_upon_a_time.f32");
-  r.logits.resize(raw.size() / 4);
-  std::memcpy(r.logits.data(), raw.data(), raw.size());
-  return r;
-}
+using Reference = test::StoriesReference;
+Reference load_reference() { return test::load_stories_reference(); }
 
 std::unique_ptr<Engine> make_engine(EngineOptions o = {}) {
   o.model_dir = test::models_dir() / "stories260K";

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/stories_reference.h"
 #include "common/test_util.h"
 #include "fdpp/engine.h"
 #include "gpu/gpu_test_util.h"
@@ -16,24 +17,8 @@
 namespace fdpp {
 namespace {
 
-struct Reference {
-  std::vector<int> prompt_ids;
-  std::vector<int> sequence;  // BOS + greedy ids: positions 0..64
-  std::vector<float> logits;  // (64, 512)
-};
-
-Reference load_reference() {
-  const auto dir = test::models_dir() / "stories260K" / "reference";
-  auto j = nlohmann::json::parse(test::read_file(dir / "once_upon_a_time.json"));
-  Reference r;
-  r.prompt_ids = j["prompt_ids"].get<std::vector<int>>();
-  r.sequence = {1};
-  for (int id : j["greedy_ids"]) r.sequence.push_back(id);
-  const std::string raw = test::read_file(dir / "logits_once_upon_a_time.f32");
-  r.logits.resize(raw.size() / 4);
-  std::memcpy(r.logits.data(), raw.data(), raw.size());
-  return r;
-}
+using Reference = test::StoriesReference;
+Reference load_reference() { return test::load_stories_reference(); }
 
 std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1, bool graphs = true,
                                     const std::string& gemm = "auto") {
