@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gemm_cli.h"
 #include "softmax_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
@@ -32,9 +33,7 @@ struct BenchOptions {
   int reps = 3;
   std::string device = "auto";
   std::string dtype;
-  std::string gemm = "auto";
-  std::string gemm_table;
-  bool autotune = false;
+  GemmCliOptions gemm;
   SoftmaxCliOptions softmax;
   std::string output = "md";
   bool no_graphs = false;
@@ -78,9 +77,7 @@ int run_bench(const BenchOptions& o) {
   eo.model_dir = o.model;
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
-  eo.gemm = o.gemm;
-  eo.gemm_table = o.gemm_table;
-  eo.autotune = o.autotune;
+  apply_gemm_options(o.gemm, &eo);
   apply_softmax_options(o.softmax, &eo);
   eo.max_batch = max_b;
   eo.context = max_p + o.n_gen + 8;  // + the untimed warm-up steps of benchmark_decode
@@ -173,7 +170,7 @@ int run_bench(const BenchOptions& o) {
     meta["dtype"] = dtype_name(w.plan.dtype);
     meta["device"] = eo.device;
     meta["cuda_graphs"] = !o.no_graphs;
-    meta["gemm"] = o.gemm;
+    meta["gemm"] = o.gemm.gemm;
     meta["gemm_table"] = engine.gemm_table_source();
     meta["softmax"] = o.softmax.softmax;
     meta["phi"] = o.softmax.phi;
@@ -194,7 +191,7 @@ int run_bench(const BenchOptions& o) {
     return 0;
   }
   fmt::print("fdpp bench | {} | {} {} | {} | {} | --gemm {}\n", o.model, c.model_type,
-             dtype_name(w.plan.dtype), gpu, date, o.gemm);
+             dtype_name(w.plan.dtype), gpu, date, o.gemm.gemm);
   fmt::print("GEMM table: {}\n", engine.gemm_table_source());
   if (read_gbs > 0) fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", read_gbs);
   fmt::print("| b | p | n | prefill ms | prefill tok/s | decode ms/step | decode tok/s | GB/s | % roofline | roofline tok/s |\n");
@@ -224,12 +221,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   sub->add_option("-r,--reps", o->reps, "timed repetitions (after one warm-up)")->capture_default_str();
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA");
-  sub->add_option("--gemm", o->gemm, "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
-      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))->capture_default_str();
-  sub->add_option("--gemm-table", o->gemm_table,
-                  "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in defaults)");
-  sub->add_flag("--autotune", o->autotune,
-                "tune the model's GEMM shapes at start when the table lacks them (a few seconds), and save");
+  add_gemm_options(sub, o->gemm);
   sub->add_option("-o,--output", o->output, "md or json")->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
   sub->add_flag("--no-graphs", o->no_graphs, "decode eagerly instead of replaying CUDA graphs");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gemm_cli.h"
 #include "softmax_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
@@ -27,9 +28,7 @@ struct GenerateOptions {
   int parallel = 1;
   std::string device = "auto";
   std::string dtype;
-  std::string gemm = "auto";
-  std::string gemm_table;
-  bool autotune = false;
+  GemmCliOptions gemm;
   SoftmaxCliOptions softmax;
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -47,9 +46,7 @@ int run_generate(const GenerateOptions& o) {
   eo.model_dir = o.model;
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
-  eo.gemm = o.gemm;
-  eo.gemm_table = o.gemm_table;
-  eo.autotune = o.autotune;
+  apply_gemm_options(o.gemm, &eo);
   apply_softmax_options(o.softmax, &eo);
   eo.context = o.ctx;
   eo.max_batch = o.parallel;
@@ -121,6 +118,7 @@ int run_generate(const GenerateOptions& o) {
       j["results"] = outs;
     }
     if (auto sm = engine.softmax_stats(); sm.ok()) j["softmax"] = softmax_json(*sm);
+    j["gemm"] = {{"policy", o.gemm.gemm}, {"table", engine.gemm_table_source()}};
     j["timing"] = {{"prompt_tokens", timing.prompt_tokens},     {"prefill_ms", timing.prefill_ms},
                    {"prefill_tokens_per_s", prefill_tps},       {"decode_steps", timing.decode_steps},
                    {"decode_ms", timing.decode_ms},             {"decode_tokens_per_s", decode_tps},
@@ -172,12 +170,7 @@ void add_generate(CLI::App& app, int& exit_code) {
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA (default: the checkpoint's; f32 runs as fp16)");
-  sub->add_option("--gemm", o->gemm, "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
-      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))->capture_default_str();
-  sub->add_option("--gemm-table", o->gemm_table,
-                  "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in defaults)");
-  sub->add_flag("--autotune", o->autotune,
-                "tune the model's GEMM shapes at start when the table lacks them (a few seconds), and save");
+  add_gemm_options(sub, o->gemm);
   add_softmax_options(sub, o->softmax);
   sub->add_option("--stop", o->stop, "stop before this string (repeatable)");
   sub->add_flag("--ignore-eos", o->ignore_eos, "keep generating past the end-of-sequence token");

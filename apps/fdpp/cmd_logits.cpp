@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gemm_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 
@@ -19,7 +20,7 @@ struct LogitsOptions {
   std::string mode = "prefill";
   std::string device = "auto";
   std::string dtype;
-  std::string gemm = "auto";
+  GemmCliOptions gemm;
   int ctx = 0;
 };
 
@@ -45,7 +46,7 @@ int run_logits(const LogitsOptions& o) {
   eo.model_dir = o.model;
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
-  eo.gemm = o.gemm;
+  apply_gemm_options(o.gemm, &eo);
   eo.context = o.ctx > 0 ? o.ctx : static_cast<int>(longest);
   eo.max_batch = o.mode == "decode" ? static_cast<int>(seqs.size()) : 1;
   auto engine = Engine::create(eo);
@@ -88,8 +89,7 @@ void add_logits(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA");
-  sub->add_option("--gemm", o->gemm, "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
-      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))->capture_default_str();
+  add_gemm_options(sub, o->gemm);
   sub->add_option("-c,--ctx", o->ctx, "context; 0 is the longest sequence");
   sub->callback([o, &exit_code] { exit_code = run_logits(*o); });
 }

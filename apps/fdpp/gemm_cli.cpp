@@ -1,0 +1,25 @@
+#include "gemm_cli.h"
+
+namespace fdpp::cli {
+
+void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
+  sub->add_option("--gemm", o.gemm,
+                  "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
+      ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))
+      ->capture_default_str();
+  if (!with_tuning) return;
+  sub->add_option("--gemm-table", o.gemm_table,
+                  "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in "
+                  "defaults)");
+  sub->add_flag("--autotune", o.autotune,
+                "tune the model's GEMM shapes at start when the table lacks them (a few "
+                "seconds), and save");
+}
+
+void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo) {
+  eo->gemm = o.gemm;
+  eo->gemm_table = o.gemm_table;
+  eo->autotune = o.autotune;
+}
+
+}  // namespace fdpp::cli
