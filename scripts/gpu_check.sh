@@ -4,7 +4,7 @@
 # result under $OUT (a summary.md plus results.tgz: the device returns few files).
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
-# Stages: build unpack test models compare bench kernels gemm attention calibrate tune ablation
+# Stages: build unpack test models compare bench gemm attention calibrate tune ablation
 #   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS
@@ -105,14 +105,6 @@ for stage in "${stages[@]}"; do
       note "bench $MODEL: exit $? ($(stage_time $t0))"
       cat "$WORK/bench_$MODEL.md" | tee -a "$summary"
       tail -5 "$WORK/bench_$MODEL.err" >>"$summary"
-      ;;
-    kernels)
-      for b in "$BUILD"/bench/fdpp_bench_*; do
-        [ -x "$b" ] || continue
-        "$b" >"$WORK/$(basename "$b").md" 2>&1
-        note "kernel bench $(basename "$b"): exit $?"
-        cat "$WORK/$(basename "$b").md" >>"$summary"
-      done
       ;;
     gemm)
       # GEMV / flat GEMM / cuBLASLt over M on the Llama-2 7B and 13B shapes (GEMM_ARGS: e.g.
