@@ -14,12 +14,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "core/dtype.h"
 #include "core/half.h"
@@ -271,6 +273,33 @@ inline ::testing::AssertionResult close_by_flash_rule(const std::vector<float>& 
          << what << ": max |out - ref| = " << err << " at " << worst << " (out " << out[worst]
          << ", ref " << ref[worst] << ") > tolerance " << tol << " (plain " << dtype_name(dtype)
          << " error " << plain_err << ", max |ref| " << max_abs(ref) << ")";
+}
+
+// ---- fixtures -------------------------------------------------------------------
+
+// An op test over f16 and bf16: the CPU reference backend and a CUDA backend whose
+// activations are the parameter's dtype. Instantiate with
+//   INSTANTIATE_TEST_SUITE_P(Dtypes, X, ::testing::Values(DType::kF16, DType::kBF16),
+//                            test::dtype_param_name);
+class CpuAndCudaBackends : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    FDPP_REQUIRE_GPU();
+    cpu_ = make_cpu_backend();
+    cuda::CudaBackendOptions o;
+    o.activation_dtype = GetParam();
+    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
+  }
+  DType dt() const { return GetParam(); }
+  float r(float x) const { return round_to(dt(), x); }
+
+  std::unique_ptr<Backend> cpu_;
+  std::unique_ptr<cuda::CudaBackend> gpu_;
+};
+
+// gtest names the instances by dtype ("f16") instead of 0, 1.
+inline std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
+  return dtype_name(info.param);
 }
 
 }  // namespace fdpp::test

@@ -93,17 +93,8 @@ void plain_decode(DecodeData& s, DType dt) {
     }
 }
 
-class CudaDecode : public ::testing::TestWithParam<DType> {
+class CudaDecode : public test::CpuAndCudaBackends {
  protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cpu_ = make_cpu_backend();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  DType dt() const { return GetParam(); }
-
   // Caches (CPU f32 and GPU dtype, the same rounded values), q, slots and lengths.
   void prepare(const DecodeCase& c, DecodeData* s, uint32_t seed) {
     s->c = c;
@@ -212,15 +203,10 @@ class CudaDecode : public ::testing::TestWithParam<DType> {
     gpu_->set_decode_splits_override(0);
   }
 
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<cuda::CudaBackend> gpu_;
 };
 
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaDecode, ::testing::Values(DType::kF16, DType::kBF16),
-                         dtype_param_name);
+                         test::dtype_param_name);
 
 std::string case_name(const DecodeCase& c) {
   return fmt::format("D {} group {} kv {} lengths {}", c.head_dim, c.group, c.n_kv,

@@ -20,27 +20,10 @@ namespace {
 using test::DeviceTensor;
 using test::round_to;
 
-class CudaFamilyOps : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cpu_ = make_cpu_backend();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  DType dt() const { return GetParam(); }
-  float r(float x) const { return round_to(dt(), x); }
+class CudaFamilyOps : public test::CpuAndCudaBackends {};
 
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<cuda::CudaBackend> gpu_;
-};
-
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaFamilyOps, ::testing::Values(DType::kF16, DType::kBF16),
-                         dtype_param_name);
+                         test::dtype_param_name);
 
 // torch's half-precision LayerNorm: fp32 statistics and affine map, one rounding.
 std::vector<float> plain_layernorm(const std::vector<float>& x, const std::vector<float>& w,

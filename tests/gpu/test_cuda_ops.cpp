@@ -26,27 +26,10 @@ using test::round_to;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-class CudaOps : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cpu_ = make_cpu_backend();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  DType dt() const { return GetParam(); }
-  float r(float x) const { return round_to(dt(), x); }
+class CudaOps : public test::CpuAndCudaBackends {};
 
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<cuda::CudaBackend> gpu_;
-};
-
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::kF16, DType::kBF16),
-                         dtype_param_name);
+                         test::dtype_param_name);
 
 TEST(CudaBackend, AvailabilityAndBadDevice) {
   FDPP_REQUIRE_GPU();

@@ -40,16 +40,8 @@ struct Case {
   bool misalign_q = false;  // q 2 bytes off 16-byte alignment: the generic kernel
 };
 
-class UnifiedDecode : public ::testing::TestWithParam<DType> {
+class UnifiedDecode : public test::CpuAndCudaBackends {
  protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cpu_ = make_cpu_backend();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  DType dt() const { return GetParam(); }
   float scale() const { return 1.f / std::sqrt(static_cast<float>(c_.head_dim)); }
 
   // Random K, V (NaN outside the sequences) and q, rounded to the dtype.
@@ -230,8 +222,6 @@ class UnifiedDecode : public ::testing::TestWithParam<DType> {
 
   std::vector<float> zeros() const { return std::vector<float>(H_, 0.f); }
 
-  std::unique_ptr<Backend> cpu_;
-  std::unique_ptr<cuda::CudaBackend> gpu_;
   Case c_;
   int H_ = 0;
   KVCacheLayout l_;
@@ -242,11 +232,8 @@ class UnifiedDecode : public ::testing::TestWithParam<DType> {
   Tensor q_dev_;
 };
 
-std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
-  return dtype_name(info.param);
-}
 INSTANTIATE_TEST_SUITE_P(Dtypes, UnifiedDecode, ::testing::Values(DType::kF16, DType::kBF16),
-                         dtype_param_name);
+                         test::dtype_param_name);
 
 std::string name(const Case& c) {
   return fmt::format("D {} group {} lengths {}{}", c.head_dim, c.group, fmt::join(c.lengths, " "),
