@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "gemm_cli.h"
+#include "softmax_cli.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 
@@ -21,6 +22,7 @@ struct LogitsOptions {
   std::string device = "auto";
   std::string dtype;
   GemmCliOptions gemm;
+  SoftmaxCliOptions softmax;
   int ctx = 0;
 };
 
@@ -47,6 +49,7 @@ int run_logits(const LogitsOptions& o) {
   eo.device = o.device == "auto" ? (cuda_available() ? "cuda" : "cpu") : o.device;
   eo.dtype = o.dtype;
   apply_gemm_options(o.gemm, &eo);
+  apply_softmax_options(o.softmax, &eo);
   eo.context = o.ctx > 0 ? o.ctx : static_cast<int>(longest);
   eo.max_batch = o.mode == "decode" ? static_cast<int>(seqs.size()) : 1;
   auto engine = Engine::create(eo);
@@ -90,6 +93,7 @@ void add_logits(CLI::App& app, int& exit_code) {
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub->add_option("--dtype", o->dtype, "fp16 or bf16 on CUDA");
   add_gemm_options(sub, o->gemm);
+  add_softmax_options(sub, o->softmax);
   sub->add_option("-c,--ctx", o->ctx, "context; 0 is the longest sequence");
   sub->callback([o, &exit_code] { exit_code = run_logits(*o); });
 }
