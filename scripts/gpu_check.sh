@@ -7,7 +7,8 @@
 # Stages: build unpack test models compare bench gemm attention calibrate tune ablation
 #   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
-#   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS
+#   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
+#   FAMILY_COMPARE_ARGS (e.g. --noise-floor: transformers' own fp16 error beside fdpp's)
 #   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
 #   models, default "opt-6.7b chatglm2-6b llama-2-13b").
 set -uo pipefail
@@ -201,8 +202,10 @@ for stage in "${stages[@]}"; do
           cat "$WORK/tune_$fm.md" >>"$summary"
         fi
         if [[ $steps == *" compare "* ]]; then
+          # shellcheck disable=SC2086
           python3 scripts/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --hf-dtype fp32 \
-            --lengths 1,17,500 --batch 1 --out "$WORK/compare_$fm.json" >"$WORK/compare_$fm.log" 2>&1
+            --lengths 1,17,500 --batch 1 --out "$WORK/compare_$fm.json" ${FAMILY_COMPARE_ARGS:-} \
+            >"$WORK/compare_$fm.log" 2>&1
           note "family $fm compare: exit $? ($(stage_time $t1))"
           grep -A8 "^| mode" "$WORK/compare_$fm.log" >>"$summary"
         fi
