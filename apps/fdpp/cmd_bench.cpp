@@ -89,6 +89,9 @@ int run_bench(const BenchOptions& o) {
   std::string gpu = "cpu";
 #ifdef FDPP_HAVE_CUDA
   if (eo.device == "cuda") {
+    if (!cuda::cuda_device_available())
+      return fail("--device cuda: no usable CUDA device (no driver, no GPU, or compute capability "
+                  "below 8.0)");
     // Measured before the model takes its memory, on a buffer far larger than the L2.
     cudaStream_t s = nullptr;
     if (cudaStreamCreate(&s) != cudaSuccess) return fail("cannot create a CUDA stream");

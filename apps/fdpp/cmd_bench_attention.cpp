@@ -103,6 +103,7 @@ int run(const BenchAttentionOptions& o) {
     return std::find(what.begin(), what.end(), w) != what.end();
   };
 
+  if (!cuda::cuda_device_available()) return fail("bench-attention needs a CUDA device");
   cudaStream_t s = nullptr;
   if (cudaStreamCreate(&s) != cudaSuccess) return fail("cannot create a CUDA stream");
   auto bw = cuda::measure_read_bandwidth(s);

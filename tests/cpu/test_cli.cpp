@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
+#include "fdpp/engine.h"
 
 namespace fdpp {
 namespace {
@@ -120,6 +121,19 @@ TEST(Cli, BadInputsAreOneLineErrors) {
   const auto no_args = run_fdpp("generate", "noargs");
   EXPECT_NE(no_args.exit_code, 0);
   EXPECT_FALSE(no_args.signaled);
+}
+
+
+// The GPU commands on a machine without a usable GPU (CI): one clear line, no crash. On the
+// GPU machine they run instead, which gpu_check.sh covers.
+TEST(Cli, GpuCommandsWithoutAGpuAreOneLineErrors) {
+  if (cuda_available()) GTEST_SKIP() << "a CUDA device is present: these commands would run";
+  expect_clean_error(run_fdpp("tune -m " + stories(), "tune"), "CUDA");
+  expect_clean_error(run_fdpp("bench-gemm", "bench_gemm"), "CUDA");
+  expect_clean_error(run_fdpp("bench-attention", "bench_attention"), "CUDA");
+  expect_clean_error(run_fdpp("bench -m " + stories() + " --device cuda", "bench_cuda"), "CUDA");
+  expect_clean_error(run_fdpp("generate -m " + stories() + " -p hi --device cuda", "gen_cuda"), "CUDA");
+  expect_clean_error(run_fdpp("calibrate -m " + stories() + " --device cuda", "cal_cuda"), "CUDA");
 }
 
 }  // namespace
