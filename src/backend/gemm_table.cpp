@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_document.h"
+
 namespace fdpp {
 namespace {
 
@@ -29,8 +31,10 @@ constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
 // enough that the per-M index (8 bytes an M) stays a few hundred KB at worst.
 constexpr int kMaxTableM = 1 << 16;
 
+constexpr const char* kKind = "GEMM table";  // JsonDocument's error prefix
+
 Status bad(const std::string& where, const std::string& what) {
-  return InvalidArgument(fmt::format("GEMM table {}: {}", where, what));
+  return JsonDocument{kKind, where}.bad(what);
 }
 
 bool is_flat_config(int c) { return c >= 0 && c < kFlatConfigCount; }
@@ -112,12 +116,7 @@ double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
 
 Status read_int(const json& obj, const char* key, int64_t lo, int64_t hi,
                 const std::string& where, int64_t* out) {
-  if (!obj.contains(key) || !obj[key].is_number_integer())
-    return bad(where, fmt::format("\"{}\" must be an integer", key));
-  const int64_t v = obj[key].get<int64_t>();
-  if (v < lo || v > hi) return bad(where, fmt::format("\"{}\" = {} outside [{}, {}]", key, v, lo, hi));
-  *out = v;
-  return Status::Ok();
+  return JsonDocument{kKind, where}.read_int(obj, key, lo, hi, out);
 }
 
 Status read_string(const json& obj, const char* key, const std::string& where, std::string* out) {
@@ -344,20 +343,9 @@ std::string serialize_gemm_table(const TunedGemmTable& table) {
 }
 
 Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return bad(where, fmt::format("not JSON ({})", e.what()));
-  }
-  if (!j.is_object()) return bad(where, "not a JSON object");
-  if (!j.contains("format") || j["format"] != kGemmTableFormat)
-    return bad(where, fmt::format("\"format\" is not \"{}\"", kGemmTableFormat));
-  int64_t version = 0;
-  FDPP_RETURN_IF_ERROR(read_int(j, "version", 1, 1 << 20, where, &version));
-  if (version != kGemmTableVersion)
-    return bad(where, fmt::format("version {} (this fdpp reads version {}: run fdpp tune again)",
-                                  version, kGemmTableVersion));
+  FDPP_ASSIGN_OR_RETURN(const json j,
+                        parse_json_document({kKind, where}, text, kGemmTableFormat,
+                                            kGemmTableVersion, "run fdpp tune again"));
 
   if (!j.contains("gpu") || !j["gpu"].is_object()) return bad(where, "no \"gpu\" object");
   const json& g = j["gpu"];

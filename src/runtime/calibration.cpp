@@ -11,24 +11,26 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json_document.h"
+
 namespace fdpp {
 namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+constexpr const char* kKind = "calibration";  // JsonDocument's error prefix
+
 Status bad(const std::string& where, const std::string& what) {
-  return InvalidArgument(fmt::format("calibration {}: {}", where, what));
+  return JsonDocument{kKind, where}.bad(what);
 }
 
-// A required integer field of `obj`, within [lo, hi].
+// A required integer field of `obj`, within [lo, hi] (an int range).
 Status read_int(const json& obj, const char* key, int lo, int hi, const std::string& where,
                 int* out) {
-  if (!obj.contains(key) || !obj[key].is_number_integer())
-    return bad(where, fmt::format("\"{}\" must be an integer", key));
-  const int64_t v = obj[key].get<int64_t>();
-  if (v < lo || v > hi)
-    return bad(where, fmt::format("\"{}\" = {} outside [{}, {}]", key, v, lo, hi));
+  int64_t v = 0;
+  const JsonDocument doc{kKind, where};
+  FDPP_RETURN_IF_ERROR(doc.read_int(obj, key, lo, hi, &v));
   *out = static_cast<int>(v);
   return Status::Ok();
 }
@@ -71,20 +73,8 @@ Status hash_range(std::ifstream& f, uint64_t offset, uint64_t n, Fnv* h, const f
 }  // namespace
 
 Result<Calibration> parse_calibration(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    return bad(where, fmt::format("not JSON ({})", e.what()));
-  }
-  if (!j.is_object()) return bad(where, "not a JSON object");
-  if (!j.contains("format") || j["format"] != kCalibrationFormat)
-    return bad(where, fmt::format("\"format\" is not \"{}\"", kCalibrationFormat));
-  int version = 0;
-  FDPP_RETURN_IF_ERROR(read_int(j, "version", 1, 1 << 20, where, &version));
-  if (version != kCalibrationVersion)
-    return bad(where, fmt::format("version {} (this fdpp reads version {})", version,
-                                  kCalibrationVersion));
+  FDPP_ASSIGN_OR_RETURN(const json j, parse_json_document({kKind, where}, text,
+                                                          kCalibrationFormat, kCalibrationVersion));
   if (!j.contains("model") || !j["model"].is_object()) return bad(where, "no \"model\" object");
   const json& m = j["model"];
   Calibration c;
