@@ -15,8 +15,9 @@
 namespace fdpp::cpu {
 
 // dtype, device, rank and a usable pointer; the dims themselves are the caller's business.
-// f16/bf16 where f32 is expected is well-formed but not implemented here (Unsupported);
-// any other dtype or device mismatch is the caller's mistake (InvalidArgument).
+// The CPU reference computes in f32 by design (it is the specification the CUDA kernels are
+// checked against): f16/bf16 where f32 is expected is refused as Unsupported; any other dtype
+// or device mismatch is the caller's mistake (InvalidArgument).
 inline Status check_kind(const char* op, const char* name, const Tensor& t, DType dtype, int rank) {
   if (t.dtype != dtype) {
     const bool reduced_float =
@@ -59,6 +60,25 @@ inline Status check_no_overlap(const char* op, const char* out_name, const Tenso
   if (o < i + in.nbytes() && i < o + out.nbytes())
     return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
                                        in_name, in.describe()));
+  return Status::Ok();
+}
+
+// The arguments of a row gather out[t, :] (= or +=) table[ids[t], :]: i32 ids (T), an f32
+// table (V, H), out (T, H) apart from both, and every id checked before anything is written
+// (an error leaves out untouched). `table_name` names the table in the id error.
+inline Status check_gather(const char* op, const Tensor& ids, const Tensor& table,
+                           const Tensor& out, const char* table_name) {
+  FDPP_RETURN_IF_ERROR(check_kind(op, "ids", ids, DType::kI32, 1));
+  FDPP_RETURN_IF_ERROR(check_kind(op, "table", table, DType::kF32, 2));
+  const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
+  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, DType::kF32, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "table", table));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "ids", ids));
+  const int32_t* id = ids.ptr<int32_t>();
+  for (int64_t t = 0; t < T; ++t)
+    if (id[t] < 0 || id[t] >= V)
+      return OutOfRange(fmt::format("{}: id {} at position {} outside {} [0, {})", op, id[t], t,
+                                    table_name, V));
   return Status::Ok();
 }
 

@@ -1,8 +1,6 @@
 // embed: out[t, :] = table[ids[t], :].
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "backend/cpu/check.h"
 #include "backend/cpu/ops.h"
 
@@ -10,21 +8,11 @@ namespace fdpp::cpu {
 
 Status embed(const Tensor& ids, const Tensor& table, const Tensor& out) {
   constexpr const char* op = "embed";
-  FDPP_RETURN_IF_ERROR(check_kind(op, "ids", ids, DType::kI32, 1));
-  FDPP_RETURN_IF_ERROR(check_kind(op, "table", table, DType::kF32, 2));
-  const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, DType::kF32, Shape{T, H}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "table", table));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "ids", ids));
-
-  const int32_t* id = ids.ptr<int32_t>();  // (T)
-  // Every id is checked before anything is written: an error leaves out untouched.
-  for (int64_t t = 0; t < T; ++t)
-    if (id[t] < 0 || id[t] >= V)
-      return OutOfRange(
-          fmt::format("embed: id {} at position {} outside the vocabulary [0, {})", id[t], t, V));
-  const float* tab = table.ptr<float>();  // (V, H)
-  float* o = out.ptr<float>();            // (T, H)
+  FDPP_RETURN_IF_ERROR(check_gather(op, ids, table, out, "the vocabulary"));
+  const int64_t T = ids.size(0), H = table.size(1);
+  const int32_t* id = ids.ptr<int32_t>();  // (T), all in range
+  const float* tab = table.ptr<float>();    // (V, H)
+  float* o = out.ptr<float>();              // (T, H)
   for (int64_t t = 0; t < T; ++t)
     std::memcpy(o + t * H, tab + static_cast<int64_t>(id[t]) * H, H * sizeof(float));
   return Status::Ok();
