@@ -37,8 +37,12 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   // for a prompt that is the last token, which skips a (T, vocab) GEMM.
   const int first = (prefill && !pass.all_logits) ? T - 1 : 0;
   const int rows = T - first;
-  FDPP_RETURN_IF_ERROR(be.rmsnorm(x.rows(first, T), weights_.final_norm, eps, h.rows(0, rows)));
-  FDPP_RETURN_IF_ERROR(be.linear(h.rows(0, rows), weights_.lm_head, logits_.rows(0, rows), {}));
+  Tensor cur = x.rows(first, T);  // (rows, hidden)
+  if (cfg_.final_norm) {  // Llama always; ChatGLM2 unless post_layer_norm is false
+    FDPP_RETURN_IF_ERROR(be.rmsnorm(cur, weights_.final_norm, eps, h.rows(0, rows)));
+    cur = h.rows(0, rows);
+  }
+  FDPP_RETURN_IF_ERROR(be.linear(cur, weights_.lm_head, logits_.rows(0, rows), {}));
   return be.argmax(logits_.rows(0, rows), next_ids_.rows(0, rows));
 }
 

@@ -1,5 +1,9 @@
-// The Llama forward (Llama 2/3, TinyLlama, stories*): pre-RMSNorm blocks,
-// rotary attention with grouped KV heads, SwiGLU MLP, optional tied LM head.
+// The pre-RMSNorm + SwiGLU forward: Llama (Llama 2/3, TinyLlama, stories*: rotary attention
+// with grouped KV heads, optional tied LM head) and ChatGLM2/3 (THUDM chatglm2-6b,
+// chatglm3-6b). ChatGLM2 is the same network; what differs is data, not code: multi-query
+// attention (multi_query_group_num KV heads), a bias on the fused query_key_value, rotary on
+// the first half of each head in interleaved pairs (ModelConfig::rope), an optional final
+// norm (post_layer_norm), and its tensor names (weight_specs.cpp).
 #pragma once
 
 #include "model/model.h"

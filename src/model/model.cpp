@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "model/chatglm.h"
 #include "model/llama.h"
 #include "model/opt.h"
 
@@ -38,9 +37,11 @@ Result<std::unique_ptr<Model>> Model::create(const ModelConfig& cfg, const Safet
                                   limits.context, cfg.max_position_embeddings, cfg.model_type));
   std::unique_ptr<Model> m;
   switch (cfg.arch) {
-    case Architecture::kLlama: m = std::make_unique<LlamaModel>(cfg, backend, limits); break;
+    case Architecture::kLlama:
+    case Architecture::kChatGlm:  // the same network (model/llama.h)
+      m = std::make_unique<LlamaModel>(cfg, backend, limits);
+      break;
     case Architecture::kOpt: m = std::make_unique<OptModel>(cfg, backend, limits); break;
-    case Architecture::kChatGlm: m = std::make_unique<ChatGlmModel>(cfg, backend, limits); break;
   }
   FDPP_ASSIGN_OR_RETURN(m->weights_, load_weights(cfg, st, backend));
   FDPP_RETURN_IF_ERROR(m->allocate_buffers());
