@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm/cublaslt.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
+#include "backend/cuda/op_checks.h"
 #include "backend/cuda/ops/ops.h"
 
 namespace fdpp::cuda {
@@ -19,55 +20,19 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
-// dtype, device, exact shape and a usable pointer; messages in the CPU backend's style.
-Status check_tensor(const char* op, const char* name, const Tensor& t, DType dtype,
-                    const Shape& shape) {
-  if (t.device != Device::kCUDA)
-    return InvalidArgument(fmt::format("{}: {} is {}; the CUDA backend needs device memory", op,
-                                       name, t.describe()));
-  if (t.dtype != dtype || t.shape != shape)
-    return InvalidArgument(fmt::format("{}: {} is {}, expected {}{} on cuda", op, name,
-                                       t.describe(), dtype_name(dtype), shape.to_string()));
-  if (t.numel() > 0 && t.data == nullptr)
-    return InvalidArgument(fmt::format("{}: {} is {} with no data", op, name, t.describe()));
-  return Status::Ok();
-}
-
-Status check_rank(const char* op, const char* name, const Tensor& t, int rank) {
-  if (t.rank() != rank)
-    return InvalidArgument(fmt::format("{}: {} is {}, expected rank {}", op, name, t.describe(),
-                                       rank));
-  for (int i = 0; i < rank; ++i)
-    if (t.shape[i] < 0)
-      return InvalidArgument(fmt::format("{}: {} has a negative dim: {}", op, name, t.describe()));
-  return Status::Ok();
-}
-
-// An output that overlaps an input would be read after being written.
-Status check_no_overlap(const char* op, const char* out_name, const Tensor& out,
-                        const char* in_name, const Tensor& in) {
-  if (out.nbytes() == 0 || in.nbytes() == 0) return Status::Ok();
-  const auto* o = static_cast<const char*>(out.data);
-  const auto* i = static_cast<const char*>(in.data);
-  if (o < i + in.nbytes() && i < o + out.nbytes())
-    return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name,
-                                       out.describe(), in_name, in.describe()));
-  return Status::Ok();
-}
-
 // The unified-softmax fields of DecodeParams from the op's args (design.md, Technique 1).
 Status set_decode_softmax(const char* op, const AttentionSoftmaxArgs& sm, int64_t n_slots,
                           int64_t n_heads, DecodeParams* p) {
   if (sm.mode != SoftmaxMode::kUnified) return Status::Ok();
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "softmax.phi", sm.phi, DType::kF32, Shape{n_heads}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "softmax.phi", sm.phi, DType::kF32, Shape{n_heads}));
   if (!sm.row_max.empty())
     FDPP_RETURN_IF_ERROR(
-        check_tensor(op, "softmax.row_max", sm.row_max, DType::kF32, Shape{n_slots, n_heads}));
+        checks::tensor(op, "softmax.row_max", sm.row_max, DType::kF32, Shape{n_slots, n_heads}));
   else if (sm.follow)
     return InvalidArgument(fmt::format("{}: row-following φ needs softmax.row_max", op));
   if (!sm.fallbacks.empty())
     FDPP_RETURN_IF_ERROR(
-        check_tensor(op, "softmax.fallbacks", sm.fallbacks, DType::kI32, Shape{1}));
+        checks::tensor(op, "softmax.fallbacks", sm.fallbacks, DType::kI32, Shape{1}));
   p->policy = SoftmaxPolicy::kUnifiedMax;
   p->phi = sm.phi.ptr<float>();
   p->row_max = sm.row_max.empty() ? nullptr : sm.row_max.ptr<float>();
@@ -338,13 +303,13 @@ Result<std::unique_ptr<StepGraph>> CudaBackend::end_capture() {
 Status CudaBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& out) {
   constexpr const char* op = "embed";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_rank(op, "ids", ids, 1));
-  FDPP_RETURN_IF_ERROR(check_rank(op, "table", table, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "ids", ids, 1));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "table", table, 2));
   const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "ids", ids, DType::kI32, Shape{T}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "table", table, dtype_, Shape{V, H}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{T, H}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "table", table));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "ids", ids, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "table", table, dtype_, Shape{V, H}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "table", table));
   EmbeddingParams p;
   p.ids = ids.ptr<int32_t>();
   p.table = table.data;
@@ -358,17 +323,17 @@ Status CudaBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& 
 Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   constexpr const char* op = "rmsnorm";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_rank(op, "x", x, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "x", x, 2));
   const int64_t T = x.size(0), H = x.size(1);
   if (!(eps >= 0.0f) || std::isinf(eps))
     return InvalidArgument(fmt::format("rmsnorm: eps {} must be finite and >= 0", eps));
   if (H > 0x7fffffff) return OutOfRange(fmt::format("rmsnorm: hidden size {} too large", H));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "x", x, dtype_, Shape{T, H}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "weight", weight, dtype_, Shape{H}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "weight", weight, dtype_, Shape{H}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{T, H}));
   // In place (out == x) is fine: each element is read before the same thread writes it.
-  if (out.data != x.data) FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "x", x));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "weight", weight));
+  if (out.data != x.data) FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "x", x));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "weight", weight));
   RmsNormParams p;
   p.x = x.data;
   p.weight = weight.data;
@@ -383,17 +348,17 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
                            const LinearEpilogue& ep) {
   constexpr const char* op = "linear";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_rank(op, "x", x, 2));
-  FDPP_RETURN_IF_ERROR(check_rank(op, "w", w, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "x", x, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "w", w, 2));
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "x", x, dtype_, Shape{M, K}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "w", w, dtype_, Shape{N, K}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "y", y, dtype_, Shape{M, N}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{M, K}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "w", w, dtype_, Shape{N, K}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "y", y, dtype_, Shape{M, N}));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "x", x));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "w", w));
   if (!ep.bias.empty()) {
-    FDPP_RETURN_IF_ERROR(check_tensor(op, "bias", ep.bias, dtype_, Shape{N}));
-    FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "bias", ep.bias));
+    FDPP_RETURN_IF_ERROR(checks::tensor(op, "bias", ep.bias, dtype_, Shape{N}));
+    FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "bias", ep.bias));
   }
   GemmArgs a;
   a.x = x.data;
@@ -439,23 +404,23 @@ Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
   FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
   const KVCacheLayout& l = a.cache->layout;
   const int D = l.head_dim, n_kv = l.n_kv_heads;
-  FDPP_RETURN_IF_ERROR(check_rank(op, "q_out", a.q_out, 3));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "q_out", a.q_out, 3));
   const int64_t T = a.q_out.size(0), n_heads = a.q_out.size(1);
   if (n_heads < 1 || n_heads > 65535)
     return InvalidArgument(fmt::format("{}: q_out {} needs 1..65535 heads", op,
                                        a.q_out.describe()));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "q_out", a.q_out, dtype_, Shape{T, n_heads, D}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "q_out", a.q_out, dtype_, Shape{T, n_heads, D}));
   const int64_t width = (n_heads + 2 * n_kv) * D;  // q | k | v
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "qkv", a.qkv, dtype_, Shape{T, width}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "positions", a.positions, DType::kI32, Shape{T}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "slots", a.slots, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "qkv", a.qkv, dtype_, Shape{T, width}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "positions", a.positions, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "slots", a.slots, DType::kI32, Shape{T}));
   const int rd = a.rotary_dim;
   if (D % 2 != 0 || rd < 0 || rd > D || rd % 2 != 0)
     return InvalidArgument(fmt::format(
         "{}: rotary_dim {} and head_dim {} must be even, with rotary_dim <= head_dim", op, rd, D));
   if (rd > 0)
-    FDPP_RETURN_IF_ERROR(check_tensor(op, "inv_freq", a.inv_freq, DType::kF32, Shape{rd / 2}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "q_out", a.q_out, "qkv", a.qkv));
+    FDPP_RETURN_IF_ERROR(checks::tensor(op, "inv_freq", a.inv_freq, DType::kF32, Shape{rd / 2}));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "q_out", a.q_out, "qkv", a.qkv));
 
   const size_t layer_bytes = static_cast<size_t>(l.elements_per_layer()) * 2;
   RopeAppendParams p;
@@ -544,13 +509,13 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
   const KVCacheLayout& l = a.cache->layout;
   const int D = l.head_dim;
-  FDPP_RETURN_IF_ERROR(check_rank(op, "q", a.q, 3));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "q", a.q, 3));
   const int64_t B = a.q.size(0), H = a.q.size(1);
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "q", a.q, dtype_, Shape{B, H, D}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", a.out, dtype_, Shape{B, H, D}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", a.out, "q", a.q));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "slots", a.slots, DType::kI32, Shape{B}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "lengths", a.lengths, DType::kI32, Shape{B}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "q", a.q, dtype_, Shape{B, H, D}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", a.out, dtype_, Shape{B, H, D}));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", a.out, "q", a.q));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "slots", a.slots, DType::kI32, Shape{B}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "lengths", a.lengths, DType::kI32, Shape{B}));
   if (H < 1 || H % l.n_kv_heads != 0)
     return InvalidArgument(fmt::format("{}: q {} has {} heads, not a positive multiple of the "
                                        "cache's {} KV heads",
@@ -604,14 +569,14 @@ Status CudaBackend::attention_prefill(const AttentionPrefillArgs& a) {
 Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
   constexpr const char* op = "silu_mul";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_rank(op, "gate_up", gate_up, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "gate_up", gate_up, 2));
   const int64_t M = gate_up.size(0), F2 = gate_up.size(1);
   if (F2 % 2 != 0)
     return InvalidArgument(fmt::format("{}: gate_up is {}; its width must be 2F (gate|up)", op,
                                        gate_up.describe()));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "gate_up", gate_up, dtype_, Shape{M, F2}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, dtype_, Shape{M, F2 / 2}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "gate_up", gate_up));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "gate_up", gate_up, dtype_, Shape{M, F2}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{M, F2 / 2}));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "gate_up", gate_up));
   SiluMulParams p;
   p.gate_up = gate_up.data;
   p.out = out.data;
@@ -623,14 +588,14 @@ Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
 Status CudaBackend::argmax(const Tensor& logits, const Tensor& ids) {
   constexpr const char* op = "argmax";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_rank(op, "logits", logits, 2));
+  FDPP_RETURN_IF_ERROR(checks::rank(op, "logits", logits, 2));
   const int64_t B = logits.size(0), V = logits.size(1);
   const DType lt = logits.dtype == DType::kF32 ? DType::kF32 : dtype_;
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "logits", logits, lt, Shape{B, V}));
-  FDPP_RETURN_IF_ERROR(check_tensor(op, "ids", ids, DType::kI32, Shape{B}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "logits", logits, lt, Shape{B, V}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "ids", ids, DType::kI32, Shape{B}));
   if (V == 0 && B > 0)
     return InvalidArgument(fmt::format("{}: logits {} has no columns", op, logits.describe()));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "ids", ids, "logits", logits));
+  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "ids", ids, "logits", logits));
   ArgmaxParams p;
   p.logits = logits.data;
   p.ids = ids.ptr<int32_t>();
