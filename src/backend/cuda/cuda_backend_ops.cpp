@@ -42,20 +42,7 @@ Status CudaBackend::layernorm(const Tensor& x, const Tensor& weight, const Tenso
 Status CudaBackend::embed_add(const Tensor& ids, const Tensor& table, const Tensor& out) {
   constexpr const char* op = "embed_add";
   FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(checks::rank(op, "ids", ids, 1));
-  FDPP_RETURN_IF_ERROR(checks::rank(op, "table", table, 2));
-  const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "ids", ids, DType::kI32, Shape{T}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "table", table, dtype_, Shape{V, H}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{T, H}));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "table", table));
-  EmbeddingParams p;
-  p.ids = ids.ptr<int32_t>();
-  p.table = table.data;
-  p.out = out.data;
-  p.n_tokens = T;
-  p.vocab = V;
-  p.hidden = H;
+  FDPP_ASSIGN_OR_RETURN(const EmbeddingParams p, checks::gather(op, ids, table, out, dtype_));
   return run_embed_add(p, dtype_, stream_);
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/ops/ops.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
 
@@ -43,6 +44,29 @@ inline Status no_overlap(const char* op, const char* out_name, const Tensor& out
     return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
                                        in_name, in.describe()));
   return Status::Ok();
+}
+
+// The arguments of a row gather (embed, embed_add): i32 ids (T), a (V, H) table and a
+// (T, H) output of the activation dtype, the output apart from the table. The ids are
+// device data: the kernel never reads outside the table (an out-of-range id gives a zero
+// row); the engine validates ids on the host before they get there.
+inline Result<EmbeddingParams> gather(const char* op, const Tensor& ids, const Tensor& table,
+                                      const Tensor& out, DType dtype) {
+  FDPP_RETURN_IF_ERROR(rank(op, "ids", ids, 1));
+  FDPP_RETURN_IF_ERROR(rank(op, "table", table, 2));
+  const int64_t T = ids.size(0), V = table.size(0), H = table.size(1);
+  FDPP_RETURN_IF_ERROR(tensor(op, "ids", ids, DType::kI32, Shape{T}));
+  FDPP_RETURN_IF_ERROR(tensor(op, "table", table, dtype, Shape{V, H}));
+  FDPP_RETURN_IF_ERROR(tensor(op, "out", out, dtype, Shape{T, H}));
+  FDPP_RETURN_IF_ERROR(no_overlap(op, "out", out, "table", table));
+  EmbeddingParams p;
+  p.ids = ids.ptr<int32_t>();
+  p.table = table.data;
+  p.out = out.data;
+  p.n_tokens = T;
+  p.vocab = V;
+  p.hidden = H;
+  return p;
 }
 
 }  // namespace fdpp::cuda::checks
