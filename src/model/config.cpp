@@ -1,12 +1,12 @@
 #include "model/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
+
+#include "core/text_file.h"
 
 namespace fdpp {
 
@@ -515,23 +515,6 @@ Result<ModelConfig> parse_model_config(const std::string& config_json,
   }
   return cfg;
 }
-
-namespace {
-
-// Missing is NotFound (the caller may have another plan); present but unreadable
-// is an IoError.
-Result<std::string> read_text_file(const std::filesystem::path& p) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(p, ec)) return NotFound(p.string() + " does not exist");
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return IoError("cannot open " + p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError("cannot read " + p.string());
-  return ss.str();
-}
-
-}  // namespace
 
 Result<ModelConfig> load_model_config(const std::filesystem::path& dir) {
   const auto config_path = dir / "config.json";

@@ -1,13 +1,11 @@
 #include "tokenizer/gpt2_bpe_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <queue>
-#include <sstream>
-#include <system_error>
 
 #include <nlohmann/json.hpp>
 
+#include "core/text_file.h"
 #include "tokenizer/utf8.h"
 
 namespace fdpp {
@@ -74,16 +72,6 @@ std::string piece_bytes(const std::string& piece,
   return out;
 }
 
-Result<std::string> read_file_text(const std::filesystem::path& p) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(p, ec)) return NotFound(p.string() + " does not exist");
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return IoError("cannot open " + p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError("cannot read " + p.string());
-  return ss.str();
-}
 
 }  // namespace
 
@@ -188,8 +176,8 @@ Result<std::unique_ptr<Gpt2BpeTokenizer>> Gpt2BpeTokenizer::from_strings(
 Result<std::unique_ptr<Gpt2BpeTokenizer>> Gpt2BpeTokenizer::load(
     const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt,
     const Options& opts) {
-  FDPP_ASSIGN_OR_RETURN(std::string vocab, read_file_text(vocab_json));
-  FDPP_ASSIGN_OR_RETURN(std::string merges, read_file_text(merges_txt));
+  FDPP_ASSIGN_OR_RETURN(std::string vocab, read_text_file(vocab_json));
+  FDPP_ASSIGN_OR_RETURN(std::string merges, read_text_file(merges_txt));
   auto t = from_strings(vocab, merges, opts);
   if (!t.ok())
     return t.status().with_context(vocab_json.string() + " + " + merges_txt.filename().string());

@@ -2,10 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
-#include <fstream>
-#include <sstream>
-#include <system_error>
 
+#include "core/text_file.h"
 #include "tokenizer/utf8.h"
 
 namespace fdpp {
@@ -93,16 +91,8 @@ Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::from_ser
 
 Result<std::unique_ptr<SentencePieceTokenizer>> SentencePieceTokenizer::load(
     const std::filesystem::path& file, const Options& opts) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    return NotFound(file.string() + " does not exist");
-  }
-  std::ifstream f(file, std::ios::binary);
-  if (!f) return IoError("cannot open " + file.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError("cannot read " + file.string());
-  auto t = from_serialized(ss.str(), opts);
+  FDPP_ASSIGN_OR_RETURN(const std::string bytes, read_text_file(file));
+  auto t = from_serialized(bytes, opts);
   if (!t.ok()) return t.status().with_context(file.string());
   return t;
 }
