@@ -4,7 +4,7 @@
 # result under $OUT (a summary.md plus results.tgz: the device returns few files).
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
-# Stages: build unpack test models compare bench gemm attention calibrate tune ablation
+# Stages: build unpack test models compare bench gemm attention calibrate tune pdl ablation
 #   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
@@ -159,6 +159,18 @@ for stage in "${stages[@]}"; do
       tail -5 "$WORK/tune_$MODEL.err" >>"$summary"
       mkdir -p "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}" && cp -r "$WORK/cache/." "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}/" 2>/dev/null
       python3 scripts/plot_tune.py "$WORK/tune_$MODEL.json" "$WORK/plots" >>"$summary" 2>&1
+      ;;
+    pdl)
+      # Programmatic dependent launch on and off (src/backend/cuda/launch.h), with the
+      # dispatch table and with cuBLASLt only, one engine per cell.
+      for g in auto cublas; do
+        for p in on off; do
+          "$FDPP" bench -m "$MODELS_TMP/$MODEL" --gemm "$g" --pdl "$p" -b 1,8 -p 1024,8192 -n 64 -r 2 \
+            >"$WORK/pdl_${MODEL}_${g}_$p.md" 2>"$WORK/pdl_${MODEL}_${g}_$p.err"
+          note "pdl $MODEL gemm=$g pdl=$p: exit $? ($(stage_time $t0))"
+          grep -E '^\| *[0-9]' "$WORK/pdl_${MODEL}_${g}_$p.md" >>"$summary"
+        done
+      done
       ;;
     ablation)
       # {softmax sync, unified} x {gemm cublas, auto, gemv, flat} (issue 6), one bench per cell.

@@ -37,6 +37,7 @@ struct BenchAttentionOptions {
   std::string prefill_lengths = "1024,4096,8192";
   std::string prefill_heads = "32/32";
   int head_dim = 128;
+  std::string splits = "0";  // decode split counts to time; 0: the engine's heuristic
   float phi = 0.f;
   bool follow = false;
   int reps = 20;
@@ -90,7 +91,8 @@ int run(const BenchAttentionOptions& o) {
     }
   auto bs = parse_id_list(o.batches), ls = parse_id_list(o.lengths);
   auto pbs = parse_id_list(o.prefill_batches), pls = parse_id_list(o.prefill_lengths);
-  for (auto* r : {&bs, &ls, &pbs, &pls})
+  auto splits = parse_id_list(o.splits);
+  for (auto* r : {&bs, &ls, &pbs, &pls, &splits})
     if (!r->ok()) return fail(r->status());
   std::vector<SoftmaxMode> modes;
   for (const std::string& m : split(o.softmax)) {
@@ -124,6 +126,9 @@ int run(const BenchAttentionOptions& o) {
     if (!parse_dtype(dname, &dt) || dt == DType::kF32) return fail("--dtype " + dname);
     cuda::CudaBackendOptions bo;
     bo.activation_dtype = dt;
+    // Kernel against kernel: consecutive replayed calls do not overlap (torch's and cuDNN's
+    // do not either); what PDL adds between layers is measured by fdpp bench --pdl on|off.
+    bo.pdl = false;
     auto be = cuda::make_cuda_backend(bo);
     if (!be.ok()) return fail(be.status());
     const auto one = [&](const char* kind, int b, int L, std::pair<int, int> h,
@@ -152,8 +157,12 @@ int run(const BenchAttentionOptions& o) {
       for (auto h : heads)
         for (int b : *bs)
           for (int L : *ls)
-            for (SoftmaxMode m : modes)
-              if (int rc = one("decode", b, L, h, m)) return rc;
+            for (int s : *splits) {
+              (*be)->set_decode_splits_override(s);  // 0 restores the heuristic
+              for (SoftmaxMode m : modes)
+                if (int rc = one("decode", b, L, h, m)) return rc;
+            }
+    (*be)->set_decode_splits_override(0);
     if (wants("prefill"))
       for (auto h : prefill_heads)
         for (int b : *pbs)
@@ -165,7 +174,8 @@ int run(const BenchAttentionOptions& o) {
   // The sync → unified gain of each configuration (same dtype, shape).
   std::map<std::string, double> sync_us;
   const auto key = [](const Row& r) {
-    return fmt::format("{} {} {} {} {}/{}", r.kind, r.dtype, r.batch, r.length, r.hq, r.hkv);
+    return fmt::format("{} {} {} {} {}/{} {}", r.kind, r.dtype, r.batch, r.length, r.hq, r.hkv,
+                       r.r.splits);
   };
   for (const Row& r : rows)
     if (r.softmax == "sync") sync_us[key(r)] = r.r.us;
@@ -243,6 +253,9 @@ void add_bench_attention(CLI::App& app, int& exit_code) {
   sub->add_option("--prefill-heads", o->prefill_heads, "prefill heads Hq/Hkv")
       ->capture_default_str();
   sub->add_option("--head-dim", o->head_dim, "head_dim")->capture_default_str();
+  sub->add_option("--splits", o->splits,
+                  "decode split counts to time (clamped to 1..128; 0: the engine's heuristic)")
+      ->capture_default_str();
   sub->add_option("--phi", o->phi, "unified: φ of every head (s units)")->capture_default_str();
   sub->add_flag("--follow", o->follow, "unified decode: row-following φ");
   sub->add_option("-r,--reps", o->reps, "timed repetitions")->capture_default_str();

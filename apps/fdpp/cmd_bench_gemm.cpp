@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "gemm_cli.h"
 #include "model/config.h"
 #include "model/gemm_shapes.h"
 #ifdef FDPP_HAVE_CUDA
@@ -37,6 +38,7 @@ struct BenchGemmOptions {
   int reps = 30;
   std::string output = "md";
   std::string json_out;  // also write the JSON here (markdown on stdout, JSON for the plot)
+  std::string pdl = "on";  // the engine's default: each call overlaps the previous one's tail
 };
 
 #ifdef FDPP_HAVE_CUDA
@@ -121,6 +123,7 @@ int run_bench_gemm(const BenchGemmOptions& o) {
 
   cuda::CudaBackendOptions co;
   co.activation_dtype = dtype;
+  co.pdl = o.pdl == "on";
   auto be = cuda::make_cuda_backend(co);
   if (!be.ok()) return fail(be.status());
   auto results = cuda::run_gemm_bench(**be, bo, [](const cuda::GemmMeasurement& r) {
@@ -257,6 +260,7 @@ void add_bench_gemm(CLI::App& app, int& exit_code) {
   sub->add_option("-o,--output", o->output, "md or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
+  add_pdl_option(sub, o->pdl);
   sub->add_option("--json-out", o->json_out, "also write the JSON (every measurement) to this file");
   sub->callback([o, &exit_code] { exit_code = run_bench_gemm(*o); });
 }

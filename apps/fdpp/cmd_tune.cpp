@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "commands.h"
+#include "gemm_cli.h"
 #include "model/config.h"
 #include "model/gemm_shapes.h"
 #include "progress_bar.h"
@@ -41,6 +42,7 @@ struct TuneOptions {
   std::string json_out;
   bool no_verify = false;
   std::vector<int> splits;  // extra split-K counts timed for ImplA / ImplB
+  std::string pdl = "on";   // time the kernels as the engine launches them
 };
 
 // The regret bound of issue 6: the table may cost at most this over the best choice.
@@ -81,6 +83,7 @@ int run_tune(const TuneOptions& o) {
 
   cuda::CudaBackendOptions co;
   co.activation_dtype = dtype;
+  co.pdl = o.pdl == "on";
   auto be = cuda::make_cuda_backend(co);
   if (!be.ok()) return fail(be.status());
   auto info = cuda::query_device_info((*be)->device_ordinal());
@@ -238,6 +241,7 @@ void add_tune(CLI::App& app, int& exit_code) {
                   "cache directory (default: $FDPP_CACHE_DIR, $XDG_CACHE_HOME/fdpp, ~/.cache/fdpp)");
   sub->add_option("--emit-cpp", o->emit_cpp,
                   "also write the table as the built-in defaults source (src/backend/gemm_table_h200.cpp)");
+  add_pdl_option(sub, o->pdl);
   sub->add_option("--json-out", o->json_out, "also write every measurement and the regrets (scripts/plot_tune.py)");
   sub->add_option("--splits", o->splits,
                   "split-K counts to time for GEMV and flat GEMM besides the planner's, e.g. "

@@ -7,6 +7,7 @@ void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
                   "linear layers on CUDA: auto (dispatch table), gemv, flat or cublas")
       ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))
       ->capture_default_str();
+  add_pdl_option(sub, o.pdl);
   if (!with_tuning) return;
   sub->add_option("--gemm-table", o.gemm_table,
                   "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in "
@@ -20,6 +21,15 @@ void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo) {
   eo->gemm = o.gemm;
   eo->gemm_table = o.gemm_table;
   eo->autotune = o.autotune;
+  eo->pdl = o.pdl == "on";
+}
+
+void add_pdl_option(CLI::App* sub, std::string& pdl) {
+  sub->add_option("--pdl", pdl,
+                  "programmatic dependent launch (sm_90+): each kernel starts while the previous "
+                  "one finishes")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
 }
 
 }  // namespace fdpp::cli

@@ -14,10 +14,14 @@ struct GemmCliOptions {
   std::string gemm = "auto";
   std::string gemm_table;
   bool autotune = false;
+  std::string pdl = "on";
 };
 
 // `with_tuning`: also --gemm-table and --autotune (commands that run a model for speed).
 void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning = true);
 void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo);
+// --pdl on|off: programmatic dependent launch between fdpp's kernels (with --gemm, since it
+// changes how each GEMM overlaps its neighbours; also on bench-gemm and tune).
+void add_pdl_option(CLI::App* sub, std::string& pdl);
 
 }  // namespace fdpp::cli

@@ -35,6 +35,10 @@ struct EngineOptions {
   // the built-in defaults.
   std::filesystem::path gemm_table;
   bool autotune = false;       // tune the model's GEMM shapes the table lacks at start, and save
+  // Programmatic dependent launch (CUDA, compute capability 9.0+): each of fdpp's kernels is
+  // scheduled while the previous one finishes and starts its weight loads early
+  // (src/backend/cuda/launch.h). Off: plain stream order, for measuring the difference.
+  bool pdl = true;
   // Attention softmax (design.md, Technique 1): "sync" (online softmax), "unified" (one φ per
   // row, exact fallback), "auto" (unified decode with phi_source's φ; unified prefill when a
   // calibration file is found, else sync). Results are exact either way.

@@ -73,6 +73,7 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const Mode
   cuda::CudaBackendOptions co;
   co.activation_dtype = dtype;
   co.gemm = gemm;
+  co.pdl = o.pdl;
   FDPP_ASSIGN_OR_RETURN(auto be, cuda::make_cuda_backend(co));
   return std::unique_ptr<Backend>(std::move(be));
 #else

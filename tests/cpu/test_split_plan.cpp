@@ -118,6 +118,24 @@ TEST(SplitPlan, FullBatchesNeedNoSplit) {
   EXPECT_EQ(splits_for(8, 32, 32768, kH200Sms), 2);
 }
 
+TEST(SplitPlan, OneWaveOfSplits) {
+  // As many splits as one wave holds: 528 slots / 32 CTAs = 16 (not 15, which cut
+  // 32768 keys into uneven tiles and measured 7% slower), capped by the length.
+  EXPECT_EQ(splits_for(1, 32, 32768, kH200Sms), 16);
+  EXPECT_EQ(splits_for(1, 32, 1024, kH200Sms), 8);  // 1024 / 128 keys
+  EXPECT_EQ(splits_for(1, 32, 1000, kH200Sms), 7);  // 1000 / 128 keys
+}
+
+TEST(SplitPlan, TensorCoreKernelPlansOneCtaPerSm) {
+  const DecodeSplitOptions o = decode_split_options_tensor_cores(128);
+  EXPECT_EQ(o.ctas_per_sm, 1);
+  EXPECT_EQ(o.keys_per_tile, decode_tile_keys(128, true));
+  // Batch 1: 8 KV heads (GQA 32/8) -> 16 splits; 32 heads -> 4; batch 8 × 32 heads -> 1.
+  EXPECT_EQ(choose_decode_splits(1, 8, 8192, kH200Sms, o), 16);
+  EXPECT_EQ(choose_decode_splits(1, 32, 1024, kH200Sms, o), 4);
+  EXPECT_EQ(choose_decode_splits(8, 32, 1024, kH200Sms, o), 1);
+}
+
 TEST(SplitPlan, WaveEfficiency) {
   EXPECT_DOUBLE_EQ(decode_wave_efficiency(528, 528), 1.0);
   EXPECT_DOUBLE_EQ(decode_wave_efficiency(264, 528), 0.5);

@@ -21,7 +21,7 @@ using Reference = test::StoriesReference;
 Reference load_reference() { return test::load_stories_reference(); }
 
 std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1, bool graphs = true,
-                                    const std::string& gemm = "auto") {
+                                    const std::string& gemm = "auto", bool pdl = true) {
   EngineOptions o;
   o.model_dir = test::models_dir() / "stories260K";
   o.device = "cuda";
@@ -29,6 +29,7 @@ std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1,
   o.max_batch = max_batch;
   o.cuda_graphs = graphs;
   o.gemm = gemm;
+  o.pdl = pdl;
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(e).value() : nullptr;
@@ -99,6 +100,35 @@ TEST_P(CudaEndToEnd, GreedyIdsDoNotDependOnTheGemmPolicy) {
     EXPECT_EQ(std::vector<int>(seq.begin(), seq.begin() + n),
               std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + n))
         << "--gemm " << gemm;
+  }
+}
+
+// PDL (src/backend/cuda/launch.h) changes when kernels start, never what they compute: the
+// batched decode path, graphs included, must give bit-identical logits with it on and off. A
+// kernel that touched its inputs before its griddepcontrol.wait would read the previous
+// step's values here and differ.
+TEST_P(CudaEndToEnd, ProgrammaticDependentLaunchLeavesLogitsBitIdentical) {
+  FDPP_REQUIRE_GPU();
+  const Reference ref = load_reference();
+  std::vector<std::vector<int>> seqs;
+  for (int b = 0; b < 3; ++b)  // three lengths: rows finish at different steps
+    seqs.emplace_back(ref.sequence.begin(), ref.sequence.begin() + 20 + 22 * b);
+  for (const char* gemm : {"gemv", "auto"}) {
+    std::vector<std::vector<float>> logits[2];
+    for (int pdl = 0; pdl < 2; ++pdl) {
+      auto engine = cuda_engine(GetParam(), 3, true, gemm, pdl == 1);
+      ASSERT_TRUE(engine);
+      auto out = engine->teacher_forced_logits_decode(seqs);
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      logits[pdl] = std::move(out).value();
+    }
+    ASSERT_EQ(logits[0].size(), seqs.size());
+    for (size_t b = 0; b < seqs.size(); ++b) {
+      ASSERT_EQ(logits[0][b].size(), logits[1][b].size());
+      EXPECT_TRUE(std::memcmp(logits[0][b].data(), logits[1][b].data(),
+                              logits[0][b].size() * sizeof(float)) == 0)
+          << "--gemm " << gemm << ", sequence " << b;
+    }
   }
 }
 

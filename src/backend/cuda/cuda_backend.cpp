@@ -107,6 +107,7 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions&
   if (be->props_.major < 8)
     return Unsupported(fmt::format("{} has compute capability {}.{}; fdpp's kernels need 8.0+",
                                    be->props_.name, be->props_.major, be->props_.minor));
+  be->pdl_ = options.pdl && be->props_.major >= 9;  // griddepcontrol is sm_90+
   // Non-blocking: no implicit synchronisation with the legacy default stream,
   // which other libraries in the process may use.
   FDPP_CUDA_CHECK(cudaStreamCreateWithFlags(&be->stream_, cudaStreamNonBlocking));
@@ -304,7 +305,7 @@ Status CudaBackend::embed(const Tensor& ids, const Tensor& table, const Tensor& 
   constexpr const char* op = "embed";
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_ASSIGN_OR_RETURN(const EmbeddingParams p, checks::gather(op, ids, table, out, dtype_));
-  return run_embedding(p, dtype_, stream_);
+  return run_embedding(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
@@ -328,7 +329,7 @@ Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, co
   p.rows = T;
   p.hidden = static_cast<int>(H);
   p.eps = eps;
-  return run_rmsnorm(p, dtype_, stream_);
+  return run_rmsnorm(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
@@ -357,7 +358,7 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
   a.k = K;
   a.dtype = dtype_;
   a.accumulate = ep.accumulate;
-  return gemm_dispatch_->run(a, stream_);  // ImplA / ImplB / ImplC by policy and table
+  return gemm_dispatch_->run(a, kernel_stream());  // ImplA / ImplB / ImplC by policy and table
 }
 
 Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer) const {
@@ -426,7 +427,7 @@ Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
   p.interleaved = a.interleaved;
   p.n_slots = l.n_slots;
   p.capacity = l.capacity;
-  return run_rope_append_kv(p, dtype_, stream_);
+  return run_rope_append_kv(p, dtype_, kernel_stream());
 }
 
 Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores) {
@@ -447,7 +448,9 @@ Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int
       decode_uses_tensor_cores(head_dim, fast_kernel, group, batch, max_length);
   FDPP_ASSIGN_OR_RETURN(const int occupancy,
                         decode_occupancy(head_dim, fast_kernel, tensor_cores));
-  const DecodeSplitOptions o = decode_split_options(head_dim, fast_kernel, occupancy);
+  const DecodeSplitOptions o =
+      tensor_cores ? decode_split_options_tensor_cores(head_dim)
+                   : decode_split_options(head_dim, fast_kernel, occupancy);
   const int64_t ctas = int64_t{batch} * n_kv_heads * decode_head_groups(group);
   return choose_decode_splits_for_ctas(static_cast<int>(std::min<int64_t>(ctas, 1 << 30)),
                                        max_length, props_.multiProcessorCount, o);
@@ -543,7 +546,7 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
         decode_workspace(cuda::decode_workspace_bytes(p.batch, p.n_heads, D, p.num_splits)));
     decode_workspace_assign(ws, &p);
   }
-  return run_attention_decode(p, dtype_, stream_);
+  return run_attention_decode(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::attention_prefill(const AttentionPrefillArgs& a) {
@@ -569,7 +572,7 @@ Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
   p.out = out.data;
   p.rows = M;
   p.ffn = F2 / 2;
-  return run_silu_mul(p, dtype_, stream_);
+  return run_silu_mul(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::argmax(const Tensor& logits, const Tensor& ids) {
@@ -588,7 +591,7 @@ Status CudaBackend::argmax(const Tensor& logits, const Tensor& ids) {
   p.ids = ids.ptr<int32_t>();
   p.rows = B;
   p.vocab = V;
-  return run_argmax(p, lt, stream_);
+  return run_argmax(p, lt, kernel_stream());
 }
 
 }  // namespace fdpp::cuda

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/launch.h"
 #include "backend/gemm_policy.h"
 
 namespace fdpp::cuda {
@@ -33,6 +34,9 @@ struct CudaBackendOptions {
   int device = 0;
   DType activation_dtype = DType::kF16;  // kF16 or kBF16
   GemmPolicy gemm = GemmPolicy::kAuto;   // which implementation serves linear() (--gemm)
+  // Programmatic dependent launch between fdpp's own kernels (launch.h; --pdl). Takes
+  // effect on compute capability 9.0+ only.
+  bool pdl = true;
 };
 
 struct DeviceMemory {
@@ -89,6 +93,9 @@ class CudaBackend final : public Backend {
 
   // ---- CUDA specifics -----------------------------------------------------------
   cudaStream_t stream() const { return stream_; }
+  // The stream as fdpp's kernel launchers take it: with PDL when enabled (launch.h).
+  KernelStream kernel_stream() const { return {stream_, pdl_}; }
+  bool pdl() const { return pdl_; }
   const cudaDeviceProp& props() const { return props_; }
   int device_ordinal() const { return device_; }
   Result<DeviceMemory> memory_info() const;
@@ -136,6 +143,7 @@ class CudaBackend final : public Backend {
   // CTAs/SM (0: not queried): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
   std::array<int, 7> decode_occupancy_{};
   int decode_splits_override_ = 0;
+  bool pdl_ = false;
 };
 
 // Creates the stream, the cuBLASLt handle and its 32 MB workspace on `device`.

@@ -36,14 +36,14 @@ Status CudaBackend::layernorm(const Tensor& x, const Tensor& weight, const Tenso
   p.rows = T;
   p.hidden = static_cast<int>(H);
   p.eps = eps;
-  return run_layernorm(p, dtype_, stream_);
+  return run_layernorm(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::embed_add(const Tensor& ids, const Tensor& table, const Tensor& out) {
   constexpr const char* op = "embed_add";
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_ASSIGN_OR_RETURN(const EmbeddingParams p, checks::gather(op, ids, table, out, dtype_));
-  return run_embed_add(p, dtype_, stream_);
+  return run_embed_add(p, dtype_, kernel_stream());
 }
 
 Status CudaBackend::activation(const Tensor& x, const Tensor& out, Activation act) {
@@ -61,7 +61,7 @@ Status CudaBackend::activation(const Tensor& x, const Tensor& out, Activation ac
   p.out = out.data;
   p.n = M * N;
   p.kind = act;
-  return run_activation(p, dtype_, stream_);
+  return run_activation(p, dtype_, kernel_stream());
 }
 
 }  // namespace fdpp::cuda

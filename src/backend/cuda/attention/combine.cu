@@ -11,6 +11,7 @@
 
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda {
@@ -21,6 +22,8 @@ constexpr int kMaxThreads = 256;  // one thread per output dim (head_dim <= 256)
 // One CTA per row (sequence, query head); grid (batch · n_heads).
 template <class T>
 __global__ void __launch_bounds__(kMaxThreads) combine_kernel(const DecodeParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   __shared__ float sw[kDecodeMaxSplits];  // (split): 2^(m_s - m*), 0 for empty splits
   __shared__ float s_den;                 // Σ_s sw[s] · l_s
 
@@ -60,7 +63,7 @@ __global__ void __launch_bounds__(kMaxThreads) combine_kernel(const DecodeParams
 
 }  // namespace
 
-Status launch_decode_combine(const DecodeParams& p, DType dtype, cudaStream_t stream) {
+Status launch_decode_combine(const DecodeParams& p, DType dtype, KernelStream stream) {
   if (p.num_splits < 2 || p.num_splits > kDecodeMaxSplits)
     return Internal("decode combine: " + std::to_string(p.num_splits) + " splits outside [2, " +
                     std::to_string(kDecodeMaxSplits) + "]");
@@ -74,8 +77,12 @@ Status launch_decode_combine(const DecodeParams& p, DType dtype, cudaStream_t st
   const int threads = (p.head_dim + 31) / 32 * 32;
   const dim3 grid(static_cast<unsigned>(rows));
   switch (dtype) {
-    case DType::kF16: combine_kernel<__half><<<grid, threads, 0, stream>>>(p); break;
-    case DType::kBF16: combine_kernel<__nv_bfloat16><<<grid, threads, 0, stream>>>(p); break;
+    case DType::kF16:
+      FDPP_KERNEL_CHECK(launch_kernel(combine_kernel<__half>, grid, threads, 0, stream, p));
+      break;
+    case DType::kBF16:
+      FDPP_KERNEL_CHECK(launch_kernel(combine_kernel<__nv_bfloat16>, grid, threads, 0, stream, p));
+      break;
     default:
       return Unsupported(std::string("decode combine: dtype ") + dtype_name(dtype));
   }

@@ -23,6 +23,7 @@
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda {
@@ -100,6 +101,8 @@ __device__ void recompute_row(const DecodeParams& p, int b, int h, int slot, int
 template <class T>
 __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeParams p,
                                                                     UnifiedType type) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   __shared__ FallbackSmem sm;
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t row = blockIdx.x;  // b · n_heads + h
@@ -151,7 +154,7 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
 }  // namespace
 
 Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, UnifiedType type,
-                                     cudaStream_t stream) {
+                                     KernelStream stream) {
   if (p.num_splits < 2 || p.num_splits > kDecodeMaxSplits)
     return Internal("decode combine (unified): " + std::to_string(p.num_splits) +
                     " splits outside [2, " + std::to_string(kDecodeMaxSplits) + "]");
@@ -165,9 +168,13 @@ Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, Unified
                       " rows exceed the grid");
   const dim3 grid(static_cast<unsigned>(rows));
   switch (dtype) {
-    case DType::kF16: combine_unified_kernel<__half><<<grid, kThreads, 0, stream>>>(p, type); break;
+    case DType::kF16:
+      FDPP_KERNEL_CHECK(
+          launch_kernel(combine_unified_kernel<__half>, grid, kThreads, 0, stream, p, type));
+      break;
     case DType::kBF16:
-      combine_unified_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(p, type);
+      FDPP_KERNEL_CHECK(
+          launch_kernel(combine_unified_kernel<__nv_bfloat16>, grid, kThreads, 0, stream, p, type));
       break;
     default:
       return Unsupported(std::string("decode combine (unified): dtype ") + dtype_name(dtype));

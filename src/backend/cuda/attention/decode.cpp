@@ -30,7 +30,7 @@ bool uses_mma(const DecodeParams& p, bool fast) {
 }
 
 template <DType kDType>
-Status launch_split(const DecodeParams& p, bool fast, cudaStream_t stream) {
+Status launch_split(const DecodeParams& p, bool fast, KernelStream stream) {
   const bool unified = p.policy == kUnified;
   if (!fast)
     return unified ? launch_decode_generic<kDType, kUnified>(p, stream)
@@ -108,7 +108,7 @@ Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores
   return Unsupported(fmt::format("attention_decode: dtype {}", dtype_name(dtype)));
 }
 
-Status run_attention_decode(const DecodeParams& p, DType dtype, cudaStream_t stream) {
+Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream stream) {
   constexpr const char* op = "attention_decode";
   if (dtype != DType::kF16 && dtype != DType::kBF16)
     return Unsupported(fmt::format("{}: dtype {} (f16 or bf16)", op, dtype_name(dtype)));

@@ -30,6 +30,7 @@
 
 #include "backend/cuda/attention/softmax_policy.h"
 #include "backend/cuda/attention/split_plan.h"
+#include "backend/cuda/launch.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 
@@ -88,27 +89,27 @@ Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores
 // Launches the split kernel (and the combine if num_splits > 1) on `stream`.
 // Checks the parameters it relies on (dtype, head_dim, grid limits, workspace);
 // shapes are the caller's (CudaBackend::attention_decode). Allocates nothing.
-Status run_attention_decode(const DecodeParams& p, DType dtype, cudaStream_t stream);
+Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream stream);
 
 // ---- per-instantiation launchers (decode_d*_*.cu, decode_generic_*.cu, combine.cu) ----
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
-Status launch_decode_split(const DecodeParams& p, cudaStream_t stream);
+Status launch_decode_split(const DecodeParams& p, KernelStream stream);
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_split_occupancy();
 // The tensor-core kernel (decode_mma_kernel.cuh, decode_mma_d*_*.cu): head_dim 64 and 128.
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
-Status launch_decode_mma(const DecodeParams& p, cudaStream_t stream);
+Status launch_decode_mma(const DecodeParams& p, KernelStream stream);
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_mma_occupancy();
 template <DType kDType, SoftmaxPolicy kPolicy>
-Status launch_decode_generic(const DecodeParams& p, cudaStream_t stream);
+Status launch_decode_generic(const DecodeParams& p, KernelStream stream);
 template <DType kDType, SoftmaxPolicy kPolicy>
 Result<int> decode_generic_occupancy();
-Status launch_decode_combine(const DecodeParams& p, DType dtype, cudaStream_t stream);
+Status launch_decode_combine(const DecodeParams& p, DType dtype, KernelStream stream);
 // The unified combine: sums the φ-relative partials, checks each row's range and recomputes
 // the splits of a failing row in the same CTA (combine_unified.cu). `type` is the type the
 // split kernel held P in (decode_unified_type): it sets the range and follow-φ's center.
 Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, UnifiedType type,
-                                     cudaStream_t stream);
+                                     KernelStream stream);
 
 }  // namespace fdpp::cuda

@@ -3,6 +3,6 @@
 
 namespace fdpp::cuda {
 template Status launch_decode_split<DType::kBF16, 256, SoftmaxPolicy::kSynchronized>(
-    const DecodeParams& p, cudaStream_t stream);
+    const DecodeParams& p, KernelStream stream);
 template Result<int> decode_split_occupancy<DType::kBF16, 256, SoftmaxPolicy::kSynchronized>();
 }  // namespace fdpp::cuda

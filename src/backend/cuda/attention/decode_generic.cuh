@@ -18,6 +18,7 @@
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda::decode {
@@ -32,6 +33,8 @@ static_assert(sizeof(FallbackSmem) <= 2 * kGenericKeys * kGenericPairs * 4, "fit
 
 template <class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   static_assert(sizeof(T) == 2, "K/V are f16 or bf16");
   constexpr bool kUnified = kPolicy == SoftmaxPolicy::kUnifiedMax;
   // sk and sv adjacent: the fallback's shared memory aliases both once the loop is done.
@@ -191,13 +194,13 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
 namespace fdpp::cuda {
 
 template <DType kDType, SoftmaxPolicy kPolicy>
-Status launch_decode_generic(const DecodeParams& p, cudaStream_t stream) {
+Status launch_decode_generic(const DecodeParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
   const dim3 grid(static_cast<unsigned>(p.num_splits),
                   static_cast<unsigned>(p.n_kv_heads * p.head_groups),
                   static_cast<unsigned>(p.batch));
-  decode::generic_kernel<T, kPolicy><<<grid, decode::kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(
+      launch_kernel(decode::generic_kernel<T, kPolicy>, grid, decode::kThreads, 0, stream, p));
   return Status::Ok();
 }
 

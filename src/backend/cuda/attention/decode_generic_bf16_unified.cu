@@ -3,5 +3,5 @@
 
 namespace fdpp::cuda {
 template Status launch_decode_generic<DType::kBF16, SoftmaxPolicy::kUnifiedMax>(
-    const DecodeParams& p, cudaStream_t stream);
+    const DecodeParams& p, KernelStream stream);
 }  // namespace fdpp::cuda

@@ -32,6 +32,7 @@
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda::decode {
@@ -87,6 +88,8 @@ __device__ __forceinline__ void issue_tile(T* sk, T* sv, const T* kg, const T* v
 
 template <int kD, class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   using Tile = FastTile<kD, T>;
   constexpr int kVec = Tile::kVec, kLanes = Tile::kLanes, kRows = Tile::kRows;
   constexpr int kKeys = Tile::kKeys, kItems = Tile::kItems;
@@ -284,7 +287,7 @@ namespace fdpp::cuda {
 // head) are adjacent in launch order, so a GQA group's second head-group CTA
 // finds that KV in L2.
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
-Status launch_decode_split(const DecodeParams& p, cudaStream_t stream) {
+Status launch_decode_split(const DecodeParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
   if (p.head_dim != kHeadDim)
     return Internal("decode kernel for head_dim " + std::to_string(kHeadDim) + " called with " +
@@ -292,8 +295,8 @@ Status launch_decode_split(const DecodeParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_splits),
                   static_cast<unsigned>(p.n_kv_heads * p.head_groups),
                   static_cast<unsigned>(p.batch));
-  decode::split_kernel<kHeadDim, T, kPolicy><<<grid, decode::kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(decode::split_kernel<kHeadDim, T, kPolicy>, grid,
+                                  decode::kThreads, 0, stream, p));
   return Status::Ok();
 }
 

@@ -3,6 +3,6 @@
 
 namespace fdpp::cuda {
 template Status launch_decode_mma<DType::kBF16, 128, SoftmaxPolicy::kSynchronized>(
-    const DecodeParams& p, cudaStream_t stream);
+    const DecodeParams& p, KernelStream stream);
 template Result<int> decode_mma_occupancy<DType::kBF16, 128, SoftmaxPolicy::kSynchronized>();
 }  // namespace fdpp::cuda

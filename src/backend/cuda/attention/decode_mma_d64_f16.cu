@@ -3,6 +3,6 @@
 
 namespace fdpp::cuda {
 template Status launch_decode_mma<DType::kF16, 64, SoftmaxPolicy::kSynchronized>(
-    const DecodeParams& p, cudaStream_t stream);
+    const DecodeParams& p, KernelStream stream);
 template Result<int> decode_mma_occupancy<DType::kF16, 64, SoftmaxPolicy::kSynchronized>();
 }  // namespace fdpp::cuda

@@ -48,6 +48,7 @@
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda::decode {
@@ -159,6 +160,8 @@ __device__ __forceinline__ void mma_issue_tile(uint32_t stage, const T* kg, cons
 
 template <int kD, class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodeParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   using Tl = MmaTile<kD>;
   constexpr int kWK = Tl::kWK, kNT = Tl::kNT, kDS = Tl::kDSteps, kKS = Tl::kKSteps;
   constexpr int kStages = Tl::kStages;
@@ -426,7 +429,7 @@ namespace fdpp::cuda {
 
 // Grid (split, kv head × head group, sequence), as the CUDA-core kernel's.
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
-Status launch_decode_mma(const DecodeParams& p, cudaStream_t stream) {
+Status launch_decode_mma(const DecodeParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
   using Tl = decode::MmaTile<kHeadDim>;
   if (p.head_dim != kHeadDim)
@@ -438,8 +441,7 @@ Status launch_decode_mma(const DecodeParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_splits),
                   static_cast<unsigned>(p.n_kv_heads * p.head_groups),
                   static_cast<unsigned>(p.batch));
-  kernel<<<grid, decode::kThreads, Tl::kSmemBytes, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(kernel, grid, decode::kThreads, Tl::kSmemBytes, stream, p));
   return Status::Ok();
 }
 

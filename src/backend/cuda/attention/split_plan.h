@@ -68,9 +68,6 @@ struct DecodeSplitOptions {
   int keys_per_tile = 32;        // a split is a whole number of tiles
   int min_keys_per_split = 128;  // below this a CTA's fixed cost is not amortised
   int max_splits = kDecodeMaxSplits;
-  // A split count within this fraction of the best wave efficiency is good
-  // enough; the smallest such count wins (fewest partials to combine).
-  double efficiency_slack = 0.85;
 };
 
 // Options for a head_dim: a split should stream at least 64 KB of K+V (128 keys
@@ -85,6 +82,16 @@ constexpr DecodeSplitOptions decode_split_options(int head_dim, bool fast_kernel
   return o;
 }
 
+// The tensor-core kernel's options: plan one CTA per SM (its occupancy is 2). Its CTAs
+// stream fast enough that more of them only add partials and pipeline prologues; measured
+// on the H200 (fdpp bench-attention --splits, fp16, D = 128, 2026-11-30), batch 1, 32/8
+// heads, L 8192 / 32768: 29 splits (filling both slots of every SM) 20.1 / 46.3 µs, 16
+// splits (one per SM, this plan) 17.1 / 44.2, 8 splits 15.6 / 39.6; 32/32 heads at L 1024:
+// 7 splits 12.2 µs, 4 (this plan) 10.4.
+constexpr DecodeSplitOptions decode_split_options_tensor_cores(int head_dim) {
+  return decode_split_options(head_dim, /*fast_kernel=*/true, /*ctas_per_sm=*/1);
+}
+
 // Wave efficiency of `ctas` CTAs over `slots` resident CTA slots: the share of
 // the last wave's slots that do work (1.0 when ctas is a multiple of slots).
 inline double decode_wave_efficiency(int64_t ctas, int64_t slots) {
@@ -94,11 +101,13 @@ inline double decode_wave_efficiency(int64_t ctas, int64_t slots) {
 }
 
 // ctas_per_split: CTAs of one split index, i.e. batch × n_kv_heads × head groups.
-// Returns a count in [1, min(max_splits, key tiles of max_length)]: the smallest
-// one whose wave efficiency is within efficiency_slack of the best reachable, so
-// long contexts fill every SM while tiny ones (< 2 × min_keys_per_split) use 1.
-// Non-decreasing in max_length (a larger cap can only raise the bar and add
-// larger candidates).
+// Returns as many splits as one wave of resident CTAs holds (at least 1: a batch that
+// fills a wave unsplit needs no split), capped by the key tiles of max_length,
+// min_keys_per_split and max_splits, so tiny contexts (< 2 ×
+// min_keys_per_split) use 1. One wave, not the best-filled several: a second wave
+// only queues behind the first, and a count just short of a wave cut the tiles
+// unevenly (measured 2026-11-30: 32/32 heads, L 32768, CUDA-core kernel: 15 splits
+// 144 µs, 16 splits 135 µs). Non-decreasing in max_length (only the cap grows).
 inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int num_sms,
                                          const DecodeSplitOptions& o = {}) {
   if (ctas_per_split <= 0 || max_length <= 0 || num_sms <= 0) return 1;
@@ -107,13 +116,8 @@ inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int
   const int by_length = max_length / std::max(1, o.min_keys_per_split);
   const int cap = std::max(1, std::min({tiles, by_length, std::max(1, o.max_splits)}));
   const int64_t slots = static_cast<int64_t>(num_sms) * std::max(1, o.ctas_per_sm);
-  double best = 0.0;
-  for (int s = 1; s <= cap; ++s)
-    best = std::max(best, decode_wave_efficiency(int64_t{ctas_per_split} * s, slots));
-  for (int s = 1; s <= cap; ++s)
-    if (decode_wave_efficiency(int64_t{ctas_per_split} * s, slots) >= o.efficiency_slack * best)
-      return s;
-  return cap;  // unreachable: the best itself passes
+  const int64_t one_wave = slots / ctas_per_split;
+  return static_cast<int>(std::clamp<int64_t>(one_wave, 1, cap));
 }
 
 // The brief's form: batch × n_kv_heads CTAs per split (GQA groups of <= 8 heads).

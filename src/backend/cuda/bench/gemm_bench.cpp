@@ -41,7 +41,7 @@ Status time_plan(CudaBackend& be, const GemmPlan& plan, GemmArgs args, const cha
                  size_t copy_stride, int copies, const GemmBenchOptions& o,
                  GemmMeasurement* out) {
   GemmDispatcher& d = be.gemm_dispatcher();
-  const cudaStream_t stream = be.stream();
+  const KernelStream stream = be.kernel_stream();  // with PDL when the engine has it
   for (int i = 0; i < copies; ++i) {
     args.w = weights + i * copy_stride;
     FDPP_RETURN_IF_ERROR(d.execute(plan, args, stream));
@@ -64,9 +64,9 @@ Status time_plan(CudaBackend& be, const GemmPlan& plan, GemmArgs args, const cha
   FDPP_CUDA_CHECK(cudaEventCreate(&ev.stop));
   std::vector<double> us;
   for (int r = -2; r < o.reps; ++r) {  // two untimed replays
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.start, stream));
+    FDPP_CUDA_CHECK(cudaEventRecord(ev.start, stream.stream));
     FDPP_RETURN_IF_ERROR((*graph)->replay());
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.stop, stream));
+    FDPP_CUDA_CHECK(cudaEventRecord(ev.stop, stream.stream));
     FDPP_CUDA_CHECK(cudaEventSynchronize(ev.stop));
     float ms = 0;
     FDPP_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));

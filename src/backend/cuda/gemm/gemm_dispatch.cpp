@@ -90,7 +90,7 @@ GemmPlan GemmDispatcher::plan(const GemmArgs& a) const {
   return plan_gemm(problem(a), policy_, table_.get(), traits_);
 }
 
-Status GemmDispatcher::run(const GemmArgs& a, cudaStream_t stream) {
+Status GemmDispatcher::run(const GemmArgs& a, KernelStream stream) {
   const GemmPlan p = plan(a);
   if (p.fallback != nullptr &&
       logged_fallbacks_.emplace(a.m, a.n, a.k, policy_).second)
@@ -100,7 +100,7 @@ Status GemmDispatcher::run(const GemmArgs& a, cudaStream_t stream) {
 }
 
 Status GemmDispatcher::run_choice(const ImplChoice& choice, const GemmArgs& a,
-                                  cudaStream_t stream) {
+                                  KernelStream stream) {
   const GemmPlan p = resolve_gemm_choice(choice, problem(a), traits_);
   if (p.fallback != nullptr)
     return Unsupported(fmt::format("linear M={} N={} K={}: {} cannot run it: {}", a.m, a.n, a.k,
@@ -108,7 +108,7 @@ Status GemmDispatcher::run_choice(const ImplChoice& choice, const GemmArgs& a,
   return execute(p, a, stream);
 }
 
-Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, cudaStream_t stream) {
+Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelStream stream) {
   if (a.dtype != dtype_)
     return InvalidArgument(fmt::format("linear: {} arguments on a {} dispatcher",
                                        dtype_name(a.dtype), dtype_name(dtype_)));
@@ -128,7 +128,7 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, cudaStre
       return Unsupported(fmt::format(
           "linear M={} N={} K={}: the cuBLASLt path has no bias epilogue in this build", a.m, a.n,
           a.k));
-    return cublas_->run(lp, stream);
+    return cublas_->run(lp, stream.stream);  // library kernels: plain stream order
   }
   // The planner guarantees 32-bit sizes and a workspace that holds the splits.
   GemmParams p;
@@ -152,7 +152,7 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, cudaStre
     p.counters = counters_;
   }
   if (c.impl == GemmImpl::kGemv) return run_gemv(p, a.dtype, stream);
-  return run_flat_gemm(c.config, p, a.dtype, stream);
+  return run_flat_gemm(c.config, p, a.dtype, stream.stream);  // launched without PDL
 }
 
 }  // namespace fdpp::cuda

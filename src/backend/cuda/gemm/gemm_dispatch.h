@@ -20,6 +20,7 @@
 #include <string>
 #include <tuple>
 
+#include "backend/cuda/launch.h"
 #include "backend/gemm_plan.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
@@ -67,12 +68,12 @@ class GemmDispatcher {
 
   // Plans and runs one call. A forced policy that cannot run the shape falls
   // back to cuBLASLt, and says so once per shape in a debug log.
-  Status run(const GemmArgs& a, cudaStream_t stream);
+  Status run(const GemmArgs& a, KernelStream stream);
   // Runs exactly `choice` (benchmarks, tests): Unsupported if that kernel cannot
   // run `a`, instead of falling back.
-  Status run_choice(const ImplChoice& choice, const GemmArgs& a, cudaStream_t stream);
+  Status run_choice(const ImplChoice& choice, const GemmArgs& a, KernelStream stream);
   // Executes a resolved plan (from plan() or resolve_gemm_choice()).
-  Status execute(const GemmPlan& plan, const GemmArgs& a, cudaStream_t stream);
+  Status execute(const GemmPlan& plan, const GemmArgs& a, KernelStream stream);
 
  private:
   GemmDispatcher() = default;

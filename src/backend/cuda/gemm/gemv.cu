@@ -10,7 +10,7 @@ namespace fdpp::cuda {
 namespace {
 
 template <DType kDType>
-Status launch_for_m(const GemmParams& p, cudaStream_t stream) {
+Status launch_for_m(const GemmParams& p, KernelStream stream) {
   switch (p.m) {
     case 1: return launch_gemv<kDType, 1>(p, stream);
     case 2: return launch_gemv<kDType, 2>(p, stream);
@@ -43,7 +43,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 }  // namespace
 
-Status run_gemv(const GemmParams& p, DType dtype, cudaStream_t stream) {
+Status run_gemv(const GemmParams& p, DType dtype, KernelStream stream) {
   if (p.m < 1 || p.m > GemvConfig::kMaxM || p.n < 1 || p.k < 0 || p.k % 8 != 0)
     return InvalidArgument("gemv: M " + std::to_string(p.m) + ", N " + std::to_string(p.n) +
                            ", K " + std::to_string(p.k) + " (needs M in 1..8, N >= 1, K % 8 == 0)");

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/gemm/gemm_params.h"
+#include "backend/cuda/launch.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 
@@ -19,14 +20,14 @@ namespace fdpp::cuda {
 // Launches the kernel for p.m (1..8) and dtype (f16/bf16) on `stream`. The plan
 // (backend/gemm_plan.h) has checked the shape, alignment and k_split; this
 // re-checks what would make the launch unsafe. Allocates nothing.
-Status run_gemv(const GemmParams& p, DType dtype, cudaStream_t stream);
+Status run_gemv(const GemmParams& p, DType dtype, KernelStream stream);
 
 // Resident CTAs per SM of the kernel for M = m (feeds the split-K plan).
 Result<int> gemv_ctas_per_sm(int m, DType dtype);
 
 // ---- per-instantiation entry points (gemv_<dtype>_m*.cu) ----
 template <DType kDType, int kM>
-Status launch_gemv(const GemmParams& p, cudaStream_t stream);
+Status launch_gemv(const GemmParams& p, KernelStream stream);
 template <DType kDType, int kM>
 Result<int> gemv_occupancy();
 

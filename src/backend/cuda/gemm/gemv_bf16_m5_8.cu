@@ -4,13 +4,13 @@
 
 namespace fdpp::cuda {
 
-template Status launch_gemv<DType::kBF16, 5>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kBF16, 5>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kBF16, 5>();
-template Status launch_gemv<DType::kBF16, 6>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kBF16, 6>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kBF16, 6>();
-template Status launch_gemv<DType::kBF16, 7>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kBF16, 7>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kBF16, 7>();
-template Status launch_gemv<DType::kBF16, 8>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kBF16, 8>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kBF16, 8>();
 
 }  // namespace fdpp::cuda

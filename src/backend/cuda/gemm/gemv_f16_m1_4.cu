@@ -4,13 +4,13 @@
 
 namespace fdpp::cuda {
 
-template Status launch_gemv<DType::kF16, 1>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kF16, 1>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kF16, 1>();
-template Status launch_gemv<DType::kF16, 2>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kF16, 2>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kF16, 2>();
-template Status launch_gemv<DType::kF16, 3>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kF16, 3>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kF16, 3>();
-template Status launch_gemv<DType::kF16, 4>(const GemmParams&, cudaStream_t);
+template Status launch_gemv<DType::kF16, 4>(const GemmParams&, KernelStream);
 template Result<int> gemv_occupancy<DType::kF16, 4>();
 
 }  // namespace fdpp::cuda

@@ -15,6 +15,7 @@
 #include "backend/cuda/gemm/gemm_common.cuh"
 #include "backend/cuda/gemm/gemv.h"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/gemm_configs.h"
 
@@ -62,7 +63,11 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
   };
 
   // The first round is issued before x is staged, so the two latencies overlap.
+  // Under PDL (launch.h) it is also issued before the previous kernel has
+  // finished: W is never written, so its stream starts during that kernel's tail.
   load_round(0);
+  pdl_wait();
+  pdl_launch_dependents();
   {
     const uint4* xg = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + k0);
     const int row_chunks = p.k / 8;  // x's row stride in chunks
@@ -118,13 +123,13 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
 namespace fdpp::cuda {
 
 template <DType kDType, int kM>
-Status launch_gemv(const GemmParams& p, cudaStream_t stream) {
+Status launch_gemv(const GemmParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
   const dim3 grid(static_cast<unsigned>(ceil_div(p.n, GemvConfig::kRowsPerCta)),
                   static_cast<unsigned>(p.splits));
   const size_t smem = static_cast<size_t>(kM) * p.k_split * sizeof(T);  // x slice (kM, k_split)
-  gemm::gemv_kernel<T, kM><<<grid, gemm::kGemvThreads, smem, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(
+      launch_kernel(gemm::gemv_kernel<T, kM>, grid, gemm::kGemvThreads, smem, stream, p));
   return Status::Ok();
 }
 

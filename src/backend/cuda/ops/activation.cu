@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -27,6 +28,8 @@ __device__ __forceinline__ float act(float x) {
 
 template <class T, int kVec, Activation kAct>
 __global__ void __launch_bounds__(kThreads) activation_kernel(const ActivationParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t units = p.n / kVec;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < units;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -39,23 +42,23 @@ __global__ void __launch_bounds__(kThreads) activation_kernel(const ActivationPa
 }
 
 template <class T, int kVec, Activation kAct>
-Status launch(const ActivationParams& p, cudaStream_t stream) {
+Status launch(const ActivationParams& p, KernelStream stream) {
   const int64_t units = p.n / kVec;
   const int64_t blocks = std::min<int64_t>((units + kThreads - 1) / kThreads, kMaxBlocks);
-  activation_kernel<T, kVec, kAct><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(activation_kernel<T, kVec, kAct>, static_cast<unsigned>(blocks),
+                                  kThreads, 0, stream, p));
   return Status::Ok();
 }
 
 template <class T, Activation kAct>
-Status dispatch(const ActivationParams& p, cudaStream_t stream) {
+Status dispatch(const ActivationParams& p, KernelStream stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const bool vec = p.n % 8 == 0 && addr(p.x) % 16 == 0 && addr(p.out) % 16 == 0;
   return vec ? launch<T, 8, kAct>(p, stream) : launch<T, 1, kAct>(p, stream);
 }
 
 template <class T>
-Status dispatch_kind(const ActivationParams& p, cudaStream_t stream) {
+Status dispatch_kind(const ActivationParams& p, KernelStream stream) {
   switch (p.kind) {
     case Activation::kRelu: return dispatch<T, Activation::kRelu>(p, stream);
     case Activation::kGelu: return dispatch<T, Activation::kGelu>(p, stream);
@@ -65,7 +68,7 @@ Status dispatch_kind(const ActivationParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_activation(const ActivationParams& p, DType dtype, cudaStream_t stream) {
+Status run_activation(const ActivationParams& p, DType dtype, KernelStream stream) {
   if (p.n <= 0) return Status::Ok();
   switch (dtype) {
     case DType::kF16: return dispatch_kind<__half>(p, stream);

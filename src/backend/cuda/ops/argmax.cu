@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -29,6 +30,8 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
 // memory across them.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads) argmax_kernel(const ArgmaxParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   __shared__ float s_v[kThreads / 32];
   __shared__ int s_i[kThreads / 32];
   const int64_t row = blockIdx.x;
@@ -66,14 +69,14 @@ __global__ void __launch_bounds__(kThreads) argmax_kernel(const ArgmaxParams p) 
 }
 
 template <class T, int kVec>
-Status launch(const ArgmaxParams& p, cudaStream_t stream) {
-  argmax_kernel<T, kVec><<<static_cast<unsigned>(p.rows), kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+Status launch(const ArgmaxParams& p, KernelStream stream) {
+  FDPP_KERNEL_CHECK(
+      launch_kernel(argmax_kernel<T, kVec>, static_cast<unsigned>(p.rows), kThreads, 0, stream, p));
   return Status::Ok();
 }
 
 template <class T>
-Status dispatch(const ArgmaxParams& p, cudaStream_t stream) {
+Status dispatch(const ArgmaxParams& p, KernelStream stream) {
   if constexpr (sizeof(T) == 2) {  // 16-byte loads of 8 elements; f32 rows stay scalar
     if (p.vocab % 8 == 0 && reinterpret_cast<uintptr_t>(p.logits) % 16 == 0)
       return launch<T, 8>(p, stream);
@@ -83,7 +86,7 @@ Status dispatch(const ArgmaxParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_argmax(const ArgmaxParams& p, DType logits_dtype, cudaStream_t stream) {
+Status run_argmax(const ArgmaxParams& p, DType logits_dtype, KernelStream stream) {
   if (p.rows <= 0) return Status::Ok();
   if (p.vocab <= 0 || p.vocab > INT_MAX - 8)
     return InvalidArgument("argmax: vocab " + std::to_string(p.vocab) + " outside [1, 2^31 - 9]");

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -19,6 +20,8 @@ constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
 
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads) bias_add_kernel(const BiasAddParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t per_row = p.cols / kVec;
   const int64_t total = p.rows * per_row;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
@@ -35,16 +38,16 @@ __global__ void __launch_bounds__(kThreads) bias_add_kernel(const BiasAddParams 
 }
 
 template <class T, int kVec>
-Status launch(const BiasAddParams& p, cudaStream_t stream) {
+Status launch(const BiasAddParams& p, KernelStream stream) {
   const int64_t total = p.rows * (p.cols / kVec);
   const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, kMaxBlocks);
-  bias_add_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(bias_add_kernel<T, kVec>, static_cast<unsigned>(blocks), kThreads,
+                                  0, stream, p));
   return Status::Ok();
 }
 
 template <class T>
-Status dispatch(const BiasAddParams& p, cudaStream_t stream) {
+Status dispatch(const BiasAddParams& p, KernelStream stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const bool vec = p.cols % 8 == 0 && addr(p.y) % 16 == 0 && addr(p.bias) % 16 == 0;
   return vec ? launch<T, 8>(p, stream) : launch<T, 1>(p, stream);
@@ -52,7 +55,7 @@ Status dispatch(const BiasAddParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_bias_add(const BiasAddParams& p, DType dtype, cudaStream_t stream) {
+Status run_bias_add(const BiasAddParams& p, DType dtype, KernelStream stream) {
   if (p.rows <= 0 || p.cols <= 0) return Status::Ok();
   switch (dtype) {
     case DType::kF16: return dispatch<__half>(p, stream);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -18,6 +19,8 @@ constexpr int kThreads = 256;
 // Grid (token, column block); each thread adds kVec consecutive elements.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads) embed_add_kernel(const EmbeddingParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int64_t c = (static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x) * kVec;
   if (c >= p.hidden) return;
@@ -34,19 +37,18 @@ __global__ void __launch_bounds__(kThreads) embed_add_kernel(const EmbeddingPara
 }
 
 template <class T, int kVec>
-Status launch(const EmbeddingParams& p, cudaStream_t stream) {
+Status launch(const EmbeddingParams& p, KernelStream stream) {
   const int64_t col_blocks = (p.hidden / kVec + kThreads - 1) / kThreads;
   if (p.n_tokens > 0x7fffffff || col_blocks > 65535)
     return OutOfRange("embed_add: " + std::to_string(p.n_tokens) + " tokens x " +
                       std::to_string(p.hidden) + " hidden exceed the grid");
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(col_blocks));
-  embed_add_kernel<T, kVec><<<grid, kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(embed_add_kernel<T, kVec>, grid, kThreads, 0, stream, p));
   return Status::Ok();
 }
 
 template <class T>
-Status dispatch(const EmbeddingParams& p, cudaStream_t stream) {
+Status dispatch(const EmbeddingParams& p, KernelStream stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const bool vec = p.hidden % 8 == 0 && addr(p.table) % 16 == 0 && addr(p.out) % 16 == 0;
   return vec ? launch<T, 8>(p, stream) : launch<T, 1>(p, stream);
@@ -54,7 +56,7 @@ Status dispatch(const EmbeddingParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_embed_add(const EmbeddingParams& p, DType dtype, cudaStream_t stream) {
+Status run_embed_add(const EmbeddingParams& p, DType dtype, KernelStream stream) {
   if (p.n_tokens <= 0 || p.hidden <= 0) return Status::Ok();
   switch (dtype) {
     case DType::kF16: return dispatch<__half>(p, stream);

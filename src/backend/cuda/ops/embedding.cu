@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/ops/ops.h"
 
 namespace fdpp::cuda {
@@ -19,6 +20,8 @@ template <class U>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const int32_t* ids /* (T) */, const U* table /* (V, units) */,
                      U* out /* (T, units) */, int64_t vocab, int64_t units) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int64_t c = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   if (c >= units) return;
@@ -29,21 +32,21 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class U>
-Status launch(const EmbeddingParams& p, int64_t units, cudaStream_t stream) {
+Status launch(const EmbeddingParams& p, int64_t units, KernelStream stream) {
   const int64_t col_blocks = (units + kThreads - 1) / kThreads;
   if (p.n_tokens > 0x7fffffff || col_blocks > 65535)
     return OutOfRange("embedding: " + std::to_string(p.n_tokens) + " tokens x " +
                       std::to_string(p.hidden) + " hidden exceed the grid");
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(col_blocks));
-  embedding_kernel<U><<<grid, kThreads, 0, stream>>>(p.ids, static_cast<const U*>(p.table),
-                                                     static_cast<U*>(p.out), p.vocab, units);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(embedding_kernel<U>, grid, kThreads, 0, stream, p.ids,
+                                  static_cast<const U*>(p.table), static_cast<U*>(p.out), p.vocab,
+                                  units));
   return Status::Ok();
 }
 
 }  // namespace
 
-Status run_embedding(const EmbeddingParams& p, DType dtype, cudaStream_t stream) {
+Status run_embedding(const EmbeddingParams& p, DType dtype, KernelStream stream) {
   if (dtype != DType::kF16 && dtype != DType::kBF16)
     return Unsupported(std::string("embedding: dtype ") + dtype_name(dtype));
   if (p.n_tokens <= 0 || p.hidden <= 0) return Status::Ok();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -26,6 +27,8 @@ constexpr int kWarpRowsPerCta = 4;  // warp per row: narrow rows, no block barri
 template <class T, int kVec, bool kWarpPerRow>
 __global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThreads)
     layernorm_kernel(const LayerNormParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t row = kWarpPerRow
                           ? static_cast<int64_t>(blockIdx.x) * kWarpRowsPerCta + threadIdx.x / 32
                           : static_cast<int64_t>(blockIdx.x);
@@ -79,25 +82,26 @@ __global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThrea
 }
 
 template <class T, int kVec>
-Status launch(const LayerNormParams& p, cudaStream_t stream) {
+Status launch(const LayerNormParams& p, KernelStream stream) {
   const int n_vec = p.hidden / kVec;
   if (p.hidden <= 1024) {
     const int64_t blocks = (p.rows + kWarpRowsPerCta - 1) / kWarpRowsPerCta;
     if (blocks > 0x7fffffff) return OutOfRange("layernorm: too many rows for the grid");
-    layernorm_kernel<T, kVec, true>
-        <<<static_cast<unsigned>(blocks), 32 * kWarpRowsPerCta, 0, stream>>>(p);
+    FDPP_KERNEL_CHECK(launch_kernel(layernorm_kernel<T, kVec, true>, static_cast<unsigned>(blocks),
+                                    32 * kWarpRowsPerCta, 0, stream, p));
   } else {
     if (p.rows > 0x7fffffff) return OutOfRange("layernorm: too many rows for the grid");
     // No more threads than units of work, rounded to whole warps (block_sum needs that).
     const int threads = n_vec >= kRowThreads ? kRowThreads : (n_vec + 31) / 32 * 32;
-    layernorm_kernel<T, kVec, false><<<static_cast<unsigned>(p.rows), threads, 0, stream>>>(p);
+    FDPP_KERNEL_CHECK(launch_kernel(layernorm_kernel<T, kVec, false>, static_cast<unsigned>(p.rows),
+                                    threads, 0, stream, p));
   }
   FDPP_KERNEL_CHECK_LAUNCH();
   return Status::Ok();
 }
 
 template <class T>
-Status dispatch(const LayerNormParams& p, cudaStream_t stream) {
+Status dispatch(const LayerNormParams& p, KernelStream stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   const bool vec = p.hidden % 8 == 0 && addr(p.x) % 16 == 0 && addr(p.weight) % 16 == 0 &&
                    addr(p.bias) % 16 == 0 && addr(p.out) % 16 == 0;
@@ -106,7 +110,7 @@ Status dispatch(const LayerNormParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_layernorm(const LayerNormParams& p, DType dtype, cudaStream_t stream) {
+Status run_layernorm(const LayerNormParams& p, DType dtype, KernelStream stream) {
   if (p.rows <= 0 || p.hidden <= 0) return Status::Ok();
   switch (dtype) {
     case DType::kF16: return dispatch<__half>(p, stream);

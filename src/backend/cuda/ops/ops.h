@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/cuda/launch.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 
@@ -25,7 +26,7 @@ struct EmbeddingParams {
   int64_t vocab = 0;
   int64_t hidden = 0;
 };
-Status run_embedding(const EmbeddingParams& p, DType dtype, cudaStream_t stream);
+Status run_embedding(const EmbeddingParams& p, DType dtype, KernelStream stream);
 
 // out[t, :] = weight · T(x[t, :] · rsqrt(mean(x[t, :]²) + eps)), fp32 sum of squares;
 // out may alias x.
@@ -37,7 +38,7 @@ struct RmsNormParams {
   int hidden = 0;
   float eps = 0.f;
 };
-Status run_rmsnorm(const RmsNormParams& p, DType dtype, cudaStream_t stream);
+Status run_rmsnorm(const RmsNormParams& p, DType dtype, KernelStream stream);
 
 // Rotates q and k of each token by its position, writes q to q_out and k, v to
 // the cache at (layer, slots[t], kv_head, positions[t]). A token whose slot or
@@ -59,7 +60,7 @@ struct RopeAppendParams {
   int n_slots = 0;
   int capacity = 0;
 };
-Status run_rope_append_kv(const RopeAppendParams& p, DType dtype, cudaStream_t stream);
+Status run_rope_append_kv(const RopeAppendParams& p, DType dtype, KernelStream stream);
 
 // out[m, f] = T(T(silu(gate[m, f])) · up[m, f]) with gate|up = gate_up[m, :F | F:].
 struct SiluMulParams {
@@ -68,7 +69,7 @@ struct SiluMulParams {
   int64_t rows = 0;
   int64_t ffn = 0;
 };
-Status run_silu_mul(const SiluMulParams& p, DType dtype, cudaStream_t stream);
+Status run_silu_mul(const SiluMulParams& p, DType dtype, KernelStream stream);
 
 // out[t, :] = T((x[t, :] - mean) · rsqrt(var + eps) · weight + bias), mean and variance
 // in fp32 (two passes over the row), the affine map in fp32 and one rounding, as
@@ -82,11 +83,11 @@ struct LayerNormParams {
   int hidden = 0;
   float eps = 0.f;
 };
-Status run_layernorm(const LayerNormParams& p, DType dtype, cudaStream_t stream);
+Status run_layernorm(const LayerNormParams& p, DType dtype, KernelStream stream);
 
 // out[t, :] = T(out[t, :] + table[ids[t], :]) (the fp32 sum rounded once); an id outside
 // [0, vocab) adds nothing (the engine validates ids on the host).
-Status run_embed_add(const EmbeddingParams& p, DType dtype, cudaStream_t stream);
+Status run_embed_add(const EmbeddingParams& p, DType dtype, KernelStream stream);
 
 // out = T(act(x)) elementwise, act in fp32 (relu: x < 0 ? 0 : x; gelu: exact erf form);
 // out may alias x.
@@ -96,7 +97,7 @@ struct ActivationParams {
   int64_t n = 0;
   Activation kind = Activation::kRelu;
 };
-Status run_activation(const ActivationParams& p, DType dtype, cudaStream_t stream);
+Status run_activation(const ActivationParams& p, DType dtype, KernelStream stream);
 
 // y[m, :] = T(y[m, :] + bias): a linear layer's bias when no GEMM epilogue can add it.
 struct BiasAddParams {
@@ -105,7 +106,7 @@ struct BiasAddParams {
   int64_t rows = 0;
   int64_t cols = 0;
 };
-Status run_bias_add(const BiasAddParams& p, DType dtype, cudaStream_t stream);
+Status run_bias_add(const BiasAddParams& p, DType dtype, KernelStream stream);
 
 // ids[b] = the lowest v with logits[b, v] maximal; NaN never wins; an all-NaN row gives 0.
 struct ArgmaxParams {
@@ -114,6 +115,6 @@ struct ArgmaxParams {
   int64_t rows = 0;
   int64_t vocab = 0;  // <= INT32_MAX
 };
-Status run_argmax(const ArgmaxParams& p, DType logits_dtype, cudaStream_t stream);
+Status run_argmax(const ArgmaxParams& p, DType logits_dtype, KernelStream stream);
 
 }  // namespace fdpp::cuda

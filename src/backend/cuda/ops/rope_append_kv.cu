@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -26,6 +27,8 @@ constexpr int kThreads = 256;
 // coalesced runs.
 template <class T>
 __global__ void __launch_bounds__(kThreads) rope_append_kernel(const RopeAppendParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int D = p.head_dim, half_d = D / 2;
   const int n_total = p.n_heads + 2 * p.n_kv_heads;
@@ -72,21 +75,20 @@ __global__ void __launch_bounds__(kThreads) rope_append_kernel(const RopeAppendP
 }
 
 template <class T>
-Status launch(const RopeAppendParams& p, cudaStream_t stream) {
+Status launch(const RopeAppendParams& p, KernelStream stream) {
   const int64_t pairs = static_cast<int64_t>(p.n_heads + 2 * p.n_kv_heads) * (p.head_dim / 2);
   const int64_t pair_blocks = (pairs + kThreads - 1) / kThreads;
   if (p.n_tokens > 0x7fffffff || pair_blocks > 65535)
     return OutOfRange("rope_and_append_kv: " + std::to_string(p.n_tokens) + " tokens x " +
                       std::to_string(pairs) + " pairs exceed the grid");
   const dim3 grid(static_cast<unsigned>(p.n_tokens), static_cast<unsigned>(pair_blocks));
-  rope_append_kernel<T><<<grid, kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(rope_append_kernel<T>, grid, kThreads, 0, stream, p));
   return Status::Ok();
 }
 
 }  // namespace
 
-Status run_rope_append_kv(const RopeAppendParams& p, DType dtype, cudaStream_t stream) {
+Status run_rope_append_kv(const RopeAppendParams& p, DType dtype, KernelStream stream) {
   if (p.head_dim < 2 || p.head_dim % 2 != 0 || p.rotary_dim < 0 || p.rotary_dim % 2 != 0 ||
       p.rotary_dim > p.head_dim)
     return InvalidArgument("rope_and_append_kv: head_dim " + std::to_string(p.head_dim) +

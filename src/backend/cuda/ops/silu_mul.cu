@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
 
@@ -20,6 +21,8 @@ constexpr int64_t kMaxBlocks = 1 << 20;  // grid-stride beyond this
 
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads) silu_mul_kernel(const SiluMulParams p) {
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   const int64_t per_row = p.ffn / kVec;
   const int64_t total = p.rows * per_row;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
@@ -41,16 +44,16 @@ __global__ void __launch_bounds__(kThreads) silu_mul_kernel(const SiluMulParams 
 }
 
 template <class T, int kVec>
-Status launch(const SiluMulParams& p, cudaStream_t stream) {
+Status launch(const SiluMulParams& p, KernelStream stream) {
   const int64_t total = p.rows * (p.ffn / kVec);
   const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, kMaxBlocks);
-  silu_mul_kernel<T, kVec><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(silu_mul_kernel<T, kVec>, static_cast<unsigned>(blocks), kThreads,
+                                  0, stream, p));
   return Status::Ok();
 }
 
 template <class T>
-Status dispatch(const SiluMulParams& p, cudaStream_t stream) {
+Status dispatch(const SiluMulParams& p, KernelStream stream) {
   const auto addr = [](const void* q) { return reinterpret_cast<uintptr_t>(q); };
   // ffn % 8 keeps both halves of every row 16-byte aligned.
   const bool vec = p.ffn % 8 == 0 && addr(p.gate_up) % 16 == 0 && addr(p.out) % 16 == 0;
@@ -59,7 +62,7 @@ Status dispatch(const SiluMulParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Status run_silu_mul(const SiluMulParams& p, DType dtype, cudaStream_t stream) {
+Status run_silu_mul(const SiluMulParams& p, DType dtype, KernelStream stream) {
   if (p.rows <= 0 || p.ffn <= 0) return Status::Ok();
   switch (dtype) {
     case DType::kF16: return dispatch<__half>(p, stream);
