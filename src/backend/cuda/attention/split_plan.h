@@ -100,14 +100,20 @@ inline double decode_wave_efficiency(int64_t ctas, int64_t slots) {
   return static_cast<double>(ctas) / static_cast<double>(waves * slots);
 }
 
+// CTA fixed cost in key tiles (loading q, the pipeline prologue, writing the fp32
+// partial), the price of one more split in the model below.
+constexpr int kDecodeSplitOverheadTiles = 4;
+
 // ctas_per_split: CTAs of one split index, i.e. batch × n_kv_heads × head groups.
-// Returns as many splits as one wave of resident CTAs holds (at least 1: a batch that
-// fills a wave unsplit needs no split), capped by the key tiles of max_length,
-// min_keys_per_split and max_splits, so tiny contexts (< 2 ×
-// min_keys_per_split) use 1. One wave, not the best-filled several: a second wave
-// only queues behind the first, and a count just short of a wave cut the tiles
-// unevenly (measured 2026-11-30: 32/32 heads, L 32768, CUDA-core kernel: 15 splits
-// 144 µs, 16 splits 135 µs). Non-decreasing in max_length (only the cap grows).
+// Returns the count in [1, cap] that minimises the modelled time waves × (tiles per
+// split + kDecodeSplitOverheadTiles), the fewest splits on a tie; cap is the key tiles
+// of max_length, max_length / min_keys_per_split and max_splits, so tiny contexts (< 2
+// × min_keys_per_split) use 1. The model counts what the measurements showed
+// (fdpp bench-attention --splits, H200, 2026-11-30): a count just short of a wave
+// leaves SMs idle and cuts the tiles unevenly (32/32 heads, L 32768: 15 splits 144 µs,
+// 16 splits 135 µs), a second wave queues behind the first (32 splits 143 µs), and a
+// batch that fills 0.6 of a wave unsplit needs splits anyway (Llama-2-13B, batch 8,
+// L 8192: 1 split ran decode at 321 tok/s, 3 splits at 380).
 inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int num_sms,
                                          const DecodeSplitOptions& o = {}) {
   if (ctas_per_split <= 0 || max_length <= 0 || num_sms <= 0) return 1;
@@ -116,8 +122,14 @@ inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int
   const int by_length = max_length / std::max(1, o.min_keys_per_split);
   const int cap = std::max(1, std::min({tiles, by_length, std::max(1, o.max_splits)}));
   const int64_t slots = static_cast<int64_t>(num_sms) * std::max(1, o.ctas_per_sm);
-  const int64_t one_wave = slots / ctas_per_split;
-  return static_cast<int>(std::clamp<int64_t>(one_wave, 1, cap));
+  int best = 1;
+  int64_t best_cost = INT64_MAX;
+  for (int s = 1; s <= cap; ++s) {
+    const int64_t waves = (int64_t{ctas_per_split} * s + slots - 1) / slots;
+    const int64_t cost = waves * ((tiles + s - 1) / s + kDecodeSplitOverheadTiles);
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
 }
 
 // The brief's form: batch × n_kv_heads CTAs per split (GQA groups of <= 8 heads).
