@@ -5,6 +5,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/prefill.h"
@@ -107,7 +108,11 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions&
   if (be->props_.major < 8)
     return Unsupported(fmt::format("{} has compute capability {}.{}; fdpp's kernels need 8.0+",
                                    be->props_.name, be->props_.major, be->props_.minor));
-  be->pdl_ = options.pdl && be->props_.major >= 9;  // griddepcontrol is sm_90+
+  // griddepcontrol is sm_90+, on the device and in the compiled kernels.
+  be->pdl_ = options.pdl && be->props_.major >= 9 && kernels_support_pdl();
+  if (options.pdl && be->props_.major >= 9 && !be->pdl_)
+    spdlog::warn("programmatic dependent launch is off: this build's kernels were not compiled "
+                 "for sm_90 (configure with -DFDPP_CUDA_ARCHS=90)");
   // Non-blocking: no implicit synchronisation with the legacy default stream,
   // which other libraries in the process may use.
   FDPP_CUDA_CHECK(cudaStreamCreateWithFlags(&be->stream_, cudaStreamNonBlocking));

@@ -43,6 +43,10 @@ struct KernelStream {
       : stream(s), pdl(pdl_allowed) {}
 };
 
+// True when the kernels of this build were compiled for sm_90 or newer (and so wait in
+// pdl_wait()); the backend launches with PDL only then, and only on such a device.
+bool kernels_support_pdl();
+
 #ifdef __CUDACC__
 
 // Blocks until every grid this one depends on has completed and its memory
