@@ -120,6 +120,9 @@ class Engine {
   // Which GEMM dispatch table the linear layers use: "file PATH", "built-in defaults (…)"
   // or "none (why)".
   const std::string& gemm_table_source() const;
+  // Whether kernels launch with programmatic dependent launch (--pdl on, an sm_90 device and
+  // kernels built for it); false on the CPU.
+  bool pdl_active() const;
 
   // Text -> ids with the tokenizer's BOS rule; an error without a tokenizer.
   Result<std::vector<int>> tokenize(std::string_view text) const;

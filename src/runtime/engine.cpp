@@ -52,7 +52,10 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const ModelConfig& cfg) {
+// *pdl: whether the CUDA backend launches with programmatic dependent launch (false on the CPU).
+Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const ModelConfig& cfg,
+                                              bool* pdl) {
+  *pdl = false;
   GemmPolicy gemm = GemmPolicy::kAuto;  // the CPU backend has one linear(); any valid name is fine
   if (!parse_gemm_policy(o.gemm, &gemm))
     return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
@@ -75,6 +78,7 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const Mode
   co.gemm = gemm;
   co.pdl = o.pdl;
   FDPP_ASSIGN_OR_RETURN(auto be, cuda::make_cuda_backend(co));
+  *pdl = be->pdl();
   return std::unique_ptr<Backend>(std::move(be));
 #else
   return Unsupported("this fdpp was built without CUDA (configure with -DFDPP_CUDA=ON)");
@@ -121,6 +125,7 @@ struct Engine::Impl {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
   std::string gemm_table;  // which dispatch table linear() uses (gemm_table_setup.h)
+  bool pdl = false;        // kernels launch with programmatic dependent launch
   // Decode graphs by (batch size, length bucket); a key is captured on its second
   // use, after an eager run has created every lazily built library handle.
   std::map<std::pair<int, int>, std::unique_ptr<StepGraph>> graphs;
@@ -142,6 +147,7 @@ Backend& Engine::backend() { return *impl_->backend; }
 Model& Engine::model() { return *impl_->model; }
 const EngineOptions& Engine::options() const { return impl_->options; }
 const std::string& Engine::gemm_table_source() const { return impl_->gemm_table; }
+bool Engine::pdl_active() const { return impl_->pdl; }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   auto impl = std::make_unique<Impl>();
@@ -163,7 +169,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
 
   FDPP_ASSIGN_OR_RETURN(SafetensorsModel st, SafetensorsModel::open(o.model_dir));
-  FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(o, cfg));
+  FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(o, cfg, &impl->pdl));
   Backend& be = *impl->backend;
   // Before the weights take their memory: --autotune times rotated weight copies.
   FDPP_ASSIGN_OR_RETURN(impl->gemm_table, setup_gemm_table(o, cfg, be));
