@@ -1,5 +1,5 @@
 // The GEMM-dispatch options every engine command shares (--gemm, --gemm-table, --autotune;
-// design.md, Technique 3).
+// design.md, Technique 3), and --pdl, which decides how each GEMM overlaps its neighbours.
 #pragma once
 
 #include <string>
