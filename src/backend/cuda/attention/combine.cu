@@ -86,7 +86,6 @@ Status launch_decode_combine(const DecodeParams& p, DType dtype, KernelStream st
     default:
       return Unsupported(std::string("decode combine: dtype ") + dtype_name(dtype));
   }
-  FDPP_KERNEL_CHECK_LAUNCH();
   return Status::Ok();
 }
 

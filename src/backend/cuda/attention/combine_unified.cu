@@ -179,7 +179,6 @@ Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, Unified
     default:
       return Unsupported(std::string("decode combine (unified): dtype ") + dtype_name(dtype));
   }
-  FDPP_KERNEL_CHECK_LAUNCH();
   return Status::Ok();
 }
 

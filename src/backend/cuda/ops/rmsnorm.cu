@@ -12,30 +12,22 @@
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/ops.h"
+#include "backend/cuda/ops/row_norm.cuh"
 
 namespace fdpp::cuda {
 namespace {
-
-constexpr int kRowThreads = 256;    // CTA per row: wide rows (hidden > 1024)
-constexpr int kWarpRowsPerCta = 4;  // warp per row: narrow rows, no block barrier
 
 // kVec 8: 16-byte loads (hidden % 8 == 0, 16-byte aligned pointers); 1 otherwise.
 // The second pass re-reads x (8 KB at hidden 4096: an L1/L2 hit) rather than
 // holding a row of any width in registers. Reads of x complete before the
 // same thread writes the same elements, so out may alias x.
 template <class T, int kVec, bool kWarpPerRow>
-__global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThreads)
+__global__ void __launch_bounds__(row_norm::threads_per_cta(kWarpPerRow))
     rmsnorm_kernel(const RmsNormParams p) {
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
-  const int64_t row = kWarpPerRow
-                          ? static_cast<int64_t>(blockIdx.x) * kWarpRowsPerCta + threadIdx.x / 32
-                          : static_cast<int64_t>(blockIdx.x);
-  // Warp per row: whole warps leave (no block barrier follows). CTA per row:
-  // the grid has exactly `rows` CTAs, so nobody leaves.
-  if (row >= p.rows) return;
-  const int lane = kWarpPerRow ? threadIdx.x % 32 : threadIdx.x;
-  const int stride = kWarpPerRow ? 32 : blockDim.x;
+  const auto [row, lane, stride] = row_norm::row_thread<kWarpPerRow>();
+  if (row >= p.rows) return;  // warp per row: whole warps past the last row
   const T* x = static_cast<const T*>(p.x) + row * p.hidden;  // (hidden)
   const T* w = static_cast<const T*>(p.weight);              // (hidden)
   T* out = static_cast<T*>(p.out) + row * p.hidden;          // (hidden)
@@ -48,7 +40,7 @@ __global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThrea
 #pragma unroll
     for (int e = 0; e < kVec; ++e) ss = fmaf(f[e], f[e], ss);
   }
-  ss = kWarpPerRow ? warp_sum(ss) : block_sum(ss);
+  ss = row_norm::row_sum<kWarpPerRow>(ss);
   const float r = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
 
   for (int i = lane; i < n_vec; i += stride) {
@@ -63,20 +55,10 @@ __global__ void __launch_bounds__(kWarpPerRow ? 32 * kWarpRowsPerCta : kRowThrea
 
 template <class T, int kVec>
 Status launch(const RmsNormParams& p, KernelStream stream) {
-  const int n_vec = p.hidden / kVec;
-  if (p.hidden <= 1024) {
-    const int64_t blocks = (p.rows + kWarpRowsPerCta - 1) / kWarpRowsPerCta;
-    if (blocks > 0x7fffffff) return OutOfRange("rmsnorm: too many rows for the grid");
-    FDPP_KERNEL_CHECK(launch_kernel(rmsnorm_kernel<T, kVec, true>, static_cast<unsigned>(blocks),
-                                    32 * kWarpRowsPerCta, 0, stream, p));
-  } else {
-    if (p.rows > 0x7fffffff) return OutOfRange("rmsnorm: too many rows for the grid");
-    // No more threads than units of work, rounded to whole warps (block_sum needs that).
-    const int threads = n_vec >= kRowThreads ? kRowThreads : (n_vec + 31) / 32 * 32;
-    FDPP_KERNEL_CHECK(launch_kernel(rmsnorm_kernel<T, kVec, false>, static_cast<unsigned>(p.rows),
-                                    threads, 0, stream, p));
-  }
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_ASSIGN_OR_RETURN(const row_norm::Launch l,
+                        row_norm::launch_shape("rmsnorm", p.rows, p.hidden, kVec));
+  const auto kernel = l.warp_per_row ? rmsnorm_kernel<T, kVec, true> : rmsnorm_kernel<T, kVec, false>;
+  FDPP_KERNEL_CHECK(launch_kernel(kernel, l.blocks, l.threads, 0, stream, p));
   return Status::Ok();
 }
 
