@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "fdpp/engine.h"
+
 namespace fdpp::test {
 
 // ../shared/models, or $FDPP_MODELS_DIR when set (the GPU machine carries a copy).
@@ -15,5 +17,13 @@ std::filesystem::path fdpp_binary();
 // Reads a whole file; empty string if it cannot.
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& bytes);
+
+// Greedy decoding of up to n new tokens.
+inline SamplingParams greedy(int n) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_new_tokens = n;
+  return p;
+}
 
 }  // namespace fdpp::test

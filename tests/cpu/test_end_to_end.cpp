@@ -26,13 +26,6 @@ std::unique_ptr<Engine> make_engine(EngineOptions o = {}) {
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
-SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_new_tokens = n;
-  return p;
-}
-
 TEST(EndToEnd, GreedyIdsAndTextEqualTheReference) {
   const Reference ref = load_reference();
   ASSERT_EQ(ref.sequence.size(), 65u);
@@ -43,7 +36,7 @@ TEST(EndToEnd, GreedyIdsAndTextEqualTheReference) {
   EXPECT_EQ(*prompt, ref.prompt_ids);
 
   const int n_new = static_cast<int>(ref.sequence.size() - ref.prompt_ids.size());  // 60
-  auto out = engine->generate({{*prompt, greedy(n_new)}}, nullptr);
+  auto out = engine->generate({{*prompt, test::greedy(n_new)}}, nullptr);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
   std::vector<int> seq = *prompt;
   seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
@@ -92,7 +85,7 @@ TEST(EndToEnd, BatchedDecodeEqualsSingleSequences) {
   const std::vector<std::vector<int>> prompts = {
       ref.prompt_ids, {1, 403}, std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + 20)};
   std::vector<GenerationRequest> reqs;
-  for (const auto& p : prompts) reqs.push_back({p, greedy(24)});
+  for (const auto& p : prompts) reqs.push_back({p, test::greedy(24)});
   auto batched = engine->generate(reqs, nullptr);
   ASSERT_TRUE(batched.ok()) << batched.status().to_string();
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -134,7 +127,7 @@ TEST(EndToEnd, StopStringEndsGenerationBeforeIt) {
   ASSERT_TRUE(engine);
   auto prompt = engine->tokenize("Once upon a time");
   ASSERT_TRUE(prompt.ok());
-  SamplingParams p = greedy(60);
+  SamplingParams p = test::greedy(60);
   p.stop = {"Lily"};
   std::string streamed;
   auto out = engine->generate({{*prompt, p}}, [&](int, int, std::string_view t) { streamed += t; });
@@ -149,7 +142,7 @@ TEST(EndToEnd, ContextFullEndsGeneration) {
   o.context = 8;
   auto engine = make_engine(o);
   ASSERT_TRUE(engine);
-  auto out = engine->generate({{{1, 403, 407, 261, 378}, greedy(100)}}, nullptr);
+  auto out = engine->generate({{{1, 403, 407, 261, 378}, test::greedy(100)}}, nullptr);
   ASSERT_TRUE(out.ok()) << out.status().to_string();
   EXPECT_EQ((*out)[0].finish, FinishReason::kContextFull);
   // Positions 0..7 hold 8 tokens; the token predicted at position 7 is the last one accepted.
@@ -161,18 +154,18 @@ TEST(EndToEnd, BadRequestsAreClearErrors) {
   o.context = 16;
   auto engine = make_engine(o);
   ASSERT_TRUE(engine);
-  auto too_long = engine->generate({{std::vector<int>(17, 5), greedy(4)}}, nullptr);
+  auto too_long = engine->generate({{std::vector<int>(17, 5), test::greedy(4)}}, nullptr);
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(too_long.status().message().find("context of 16"), std::string::npos);
 
-  auto bad_id = engine->generate({{{1, 512}, greedy(4)}}, nullptr);
+  auto bad_id = engine->generate({{{1, 512}, test::greedy(4)}}, nullptr);
   ASSERT_FALSE(bad_id.ok());
   EXPECT_NE(bad_id.status().message().find("512"), std::string::npos);
 
-  auto zero = engine->generate({{{1, 403}, greedy(0)}}, nullptr);
+  auto zero = engine->generate({{{1, 403}, test::greedy(0)}}, nullptr);
   EXPECT_FALSE(zero.ok());
-  auto empty = engine->generate({{{}, greedy(4)}}, nullptr);
+  auto empty = engine->generate({{{}, test::greedy(4)}}, nullptr);
   EXPECT_FALSE(empty.ok());
 }
 

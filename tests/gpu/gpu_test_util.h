@@ -61,6 +61,21 @@ inline size_t decided_greedy_tokens(const std::vector<float>& logits, int vocab,
 // The margin each dtype needs: fp16 follows the reference over every shipped step.
 inline double greedy_rel_margin(const std::string& dtype) { return dtype == "bf16" ? 0.02 : 0.0; }
 
+// Logits (rows, V): the worst over rows of ‖a − b‖ / ‖b‖ along the vocabulary.
+inline double worst_row_rel_l2(const std::vector<float>& a, const std::vector<float>& b, int V) {
+  double worst = 0;
+  for (size_t r = 0; r * V < b.size(); ++r) {
+    double num = 0, den = 0;
+    for (int v = 0; v < V; ++v) {
+      const double d = a[r * V + v] - b[r * V + v];
+      num += d * d;
+      den += double(b[r * V + v]) * b[r * V + v];
+    }
+    worst = std::max(worst, std::sqrt(num / den));
+  }
+  return worst;
+}
+
 inline Status status_of(const Status& s) { return s; }
 template <class T>
 Status status_of(const Result<T>& r) {

@@ -35,28 +35,6 @@ std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1,
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
-SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_new_tokens = n;
-  return p;
-}
-
-// Per position: ‖a − b‖ / ‖b‖ over the vocabulary row.
-double worst_row_rel_l2(const std::vector<float>& a, const std::vector<float>& b, int V) {
-  double worst = 0;
-  for (size_t r = 0; r * V < b.size(); ++r) {
-    double num = 0, den = 0;
-    for (int v = 0; v < V; ++v) {
-      const double d = a[r * V + v] - b[r * V + v];
-      num += d * d;
-      den += double(b[r * V + v]) * b[r * V + v];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
-  }
-  return worst;
-}
-
 class CudaEndToEnd : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaEndToEnd, GreedyIdsEqualTheReference) {
@@ -65,7 +43,7 @@ TEST_P(CudaEndToEnd, GreedyIdsEqualTheReference) {
   for (bool graphs : {true, false}) {
     auto engine = cuda_engine(GetParam(), 1, graphs);
     ASSERT_TRUE(engine);
-    auto out = engine->generate({{ref.prompt_ids, greedy(60)}}, nullptr);
+    auto out = engine->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     std::vector<int> seq = ref.prompt_ids;
     seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
@@ -92,7 +70,7 @@ TEST_P(CudaEndToEnd, GreedyIdsDoNotDependOnTheGemmPolicy) {
   for (const char* gemm : {"auto", "gemv", "flat", "cublas"}) {
     auto engine = cuda_engine(GetParam(), 1, true, gemm);
     ASSERT_TRUE(engine) << gemm;
-    auto out = engine->generate({{ref.prompt_ids, greedy(60)}}, nullptr);
+    auto out = engine->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
     ASSERT_TRUE(out.ok()) << gemm << ": " << out.status().to_string();
     std::vector<int> seq = ref.prompt_ids;
     seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
@@ -166,8 +144,8 @@ TEST(CudaEndToEndPrecision, TeacherForcedLogitsCloseToTheReference) {
   ASSERT_EQ(f16->size(), ref.logits.size());
   EXPECT_TRUE(test::all_finite(*f16, "fp16 logits"));
   EXPECT_TRUE(test::all_finite(*b16, "bf16 logits"));
-  const double err16 = worst_row_rel_l2(*f16, ref.logits, 512);
-  const double errb16 = worst_row_rel_l2(*b16, ref.logits, 512);
+  const double err16 = test::worst_row_rel_l2(*f16, ref.logits, 512);
+  const double errb16 = test::worst_row_rel_l2(*b16, ref.logits, 512);
   std::printf("[ perf ] stories260K teacher-forced worst-row rel L2 vs fp32 reference: fp16 %.3g, bf16 %.3g\n",
               err16, errb16);
   EXPECT_GT(err16, 0.0);
@@ -202,7 +180,8 @@ TEST_P(CudaEndToEnd, DecodePathLogitsEqualPrefillPathLogits) {
     auto pre = engine->teacher_forced_logits(seqs[i]);
     ASSERT_TRUE(pre.ok());
     ASSERT_EQ((*dec)[i].size(), pre->size());
-    EXPECT_LE(worst_row_rel_l2((*dec)[i], *pre, 512), GetParam() == "fp16" ? 5e-3 : 2e-2) << "sequence " << i;
+    EXPECT_LE(test::worst_row_rel_l2((*dec)[i], *pre, 512), GetParam() == "fp16" ? 5e-3 : 2e-2)
+        << "sequence " << i;
   }
 }
 
@@ -211,9 +190,10 @@ TEST_P(CudaEndToEnd, BatchedGreedyEqualsSingleSequences) {
   const Reference ref = load_reference();
   auto engine = cuda_engine(GetParam(), 3);
   ASSERT_TRUE(engine);
-  std::vector<GenerationRequest> reqs = {{ref.prompt_ids, greedy(40)},
-                                         {{1, 403}, greedy(40)},
-                                         {std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + 20), greedy(40)}};
+  const std::vector<int> first20(ref.sequence.begin(), ref.sequence.begin() + 20);
+  std::vector<GenerationRequest> reqs = {{ref.prompt_ids, test::greedy(40)},
+                                         {{1, 403}, test::greedy(40)},
+                                         {first20, test::greedy(40)}};
   auto batched = engine->generate(reqs, nullptr);
   ASSERT_TRUE(batched.ok()) << batched.status().to_string();
   for (size_t i = 0; i < reqs.size(); ++i) {

@@ -60,20 +60,6 @@ std::vector<int> prompt(int n, int vocab, uint64_t seed) {
   return ids;
 }
 
-double worst_row_rel_l2(const std::vector<float>& a, const std::vector<float>& b, int V) {
-  double worst = 0;
-  for (size_t r = 0; r * V < b.size(); ++r) {
-    double num = 0, den = 0;
-    for (int v = 0; v < V; ++v) {
-      const double d = a[r * V + v] - b[r * V + v];
-      num += d * d;
-      den += double(b[r * V + v]) * b[r * V + v];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
-  }
-  return worst;
-}
-
 class CudaFamily : public ::testing::TestWithParam<Family> {};
 
 TEST_P(CudaFamily, TeacherForcedLogitsCloseToTheCpuForward) {
@@ -95,7 +81,7 @@ TEST_P(CudaFamily, TeacherForcedLogitsCloseToTheCpuForward) {
     ASSERT_TRUE(got.ok()) << dtype << ": " << got.status().to_string();
     ASSERT_EQ(got->size(), ref->size());
     EXPECT_TRUE(test::all_finite(*got, std::string(dtype) + " logits"));
-    err[i++] = worst_row_rel_l2(*got, *ref, V);
+    err[i++] = test::worst_row_rel_l2(*got, *ref, V);
   }
   std::printf("[ perf ] %s teacher-forced worst-row rel L2 vs CPU fp32: fp16 %.3g, bf16 %.3g\n",
               f.name.c_str(), err[0], err[1]);
@@ -164,7 +150,7 @@ TEST_P(CudaFamily, DecodePathAgreesWithPrefillPath) {
     auto pre = gpu->teacher_forced_logits(seqs[i]);
     ASSERT_TRUE(pre.ok());
     ASSERT_EQ((*dec)[i].size(), pre->size());
-    EXPECT_LE(worst_row_rel_l2((*dec)[i], *pre, V), 5e-3) << "sequence " << i;
+    EXPECT_LE(test::worst_row_rel_l2((*dec)[i], *pre, V), 5e-3) << "sequence " << i;
   }
 }
 

@@ -42,13 +42,6 @@ std::unique_ptr<Engine> engine(const std::string& dtype, const std::string& phi,
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
-SamplingParams greedy(int n) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.max_new_tokens = n;
-  return p;
-}
-
 // A calibration file for stories260K with φ = `phi` in every layer.
 std::filesystem::path write_calibration(const std::string& tag, float phi) {
   auto cfg = load_model_config(stories());
@@ -82,7 +75,7 @@ TEST_P(UnifiedEndToEnd, GreedyIdsEqualTheReference) {
       SCOPED_TRACE(phi + (graphs ? " graphs" : " eager"));
       auto e = engine(GetParam(), phi, graphs, calibration.string());
       ASSERT_TRUE(e);
-      auto out = e->generate({{ref.prompt_ids, greedy(60)}}, nullptr);
+      auto out = e->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
       std::vector<int> seq = ref.prompt_ids;
       seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
@@ -115,7 +108,7 @@ TEST_P(UnifiedEndToEnd, EveryRowFallingBackStillGivesTheReference) {
   for (bool graphs : {true, false}) {
     auto e = engine(GetParam(), "calibrated", graphs, calibration.string());
     ASSERT_TRUE(e);
-    auto out = e->generate({{ref.prompt_ids, greedy(30)}}, nullptr);
+    auto out = e->generate({{ref.prompt_ids, test::greedy(30)}}, nullptr);
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     std::vector<int> seq = ref.prompt_ids;
     seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
@@ -187,7 +180,7 @@ TEST(UnifiedEndToEndCalibration, GpuCalibrationIsFoundAndUsed) {
   EXPECT_EQ(st->phi, "calibrated");
   EXPECT_NE(st->phi_source.find("fdpp_calibration.json"), std::string::npos) << st->phi_source;
   const Reference ref = load_reference();
-  auto out = (*u)->generate({{ref.prompt_ids, greedy(60)}}, nullptr);
+  auto out = (*u)->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
   ASSERT_TRUE(out.ok());
   std::vector<int> seq = ref.prompt_ids;
   seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
