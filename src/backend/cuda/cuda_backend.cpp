@@ -325,8 +325,8 @@ Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, co
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "weight", weight, dtype_, Shape{H}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{T, H}));
   // In place (out == x) is fine: each element is read before the same thread writes it.
-  if (out.data != x.data) FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "x", x));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "weight", weight));
+  if (out.data != x.data) FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "weight", weight));
   RmsNormParams p;
   p.x = x.data;
   p.weight = weight.data;
@@ -347,11 +347,11 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{M, K}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "w", w, dtype_, Shape{N, K}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "y", y, dtype_, Shape{M, N}));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "x", x));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "w", w));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
   if (!ep.bias.empty()) {
     FDPP_RETURN_IF_ERROR(checks::tensor(op, "bias", ep.bias, dtype_, Shape{N}));
-    FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "y", y, "bias", ep.bias));
+    FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "bias", ep.bias));
   }
   GemmArgs a;
   a.x = x.data;
@@ -413,7 +413,7 @@ Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
         "{}: rotary_dim {} and head_dim {} must be even, with rotary_dim <= head_dim", op, rd, D));
   if (rd > 0)
     FDPP_RETURN_IF_ERROR(checks::tensor(op, "inv_freq", a.inv_freq, DType::kF32, Shape{rd / 2}));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "q_out", a.q_out, "qkv", a.qkv));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "q_out", a.q_out, "qkv", a.qkv));
 
   const size_t layer_bytes = static_cast<size_t>(l.elements_per_layer()) * 2;
   RopeAppendParams p;
@@ -508,7 +508,7 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   const int64_t B = a.q.size(0), H = a.q.size(1);
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "q", a.q, dtype_, Shape{B, H, D}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", a.out, dtype_, Shape{B, H, D}));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", a.out, "q", a.q));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", a.out, "q", a.q));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "slots", a.slots, DType::kI32, Shape{B}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "lengths", a.lengths, DType::kI32, Shape{B}));
   if (H < 1 || H % l.n_kv_heads != 0)
@@ -571,7 +571,7 @@ Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {
                                        gate_up.describe()));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "gate_up", gate_up, dtype_, Shape{M, F2}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{M, F2 / 2}));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "gate_up", gate_up));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "gate_up", gate_up));
   SiluMulParams p;
   p.gate_up = gate_up.data;
   p.out = out.data;
@@ -590,7 +590,7 @@ Status CudaBackend::argmax(const Tensor& logits, const Tensor& ids) {
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "ids", ids, DType::kI32, Shape{B}));
   if (V == 0 && B > 0)
     return InvalidArgument(fmt::format("{}: logits {} has no columns", op, logits.describe()));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "ids", ids, "logits", logits));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "ids", ids, "logits", logits));
   ArgmaxParams p;
   p.logits = logits.data;
   p.ids = ids.ptr<int32_t>();

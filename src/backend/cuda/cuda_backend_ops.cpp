@@ -25,9 +25,9 @@ Status CudaBackend::layernorm(const Tensor& x, const Tensor& weight, const Tenso
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "bias", bias, dtype_, Shape{H}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{T, H}));
   // In place (out == x) is fine: each element is read before the same thread writes it.
-  if (out.data != x.data) FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "x", x));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "weight", weight));
-  FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "bias", bias));
+  if (out.data != x.data) FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "weight", weight));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "bias", bias));
   LayerNormParams p;
   p.x = x.data;
   p.weight = weight.data;
@@ -53,7 +53,7 @@ Status CudaBackend::activation(const Tensor& x, const Tensor& out, Activation ac
   const int64_t M = x.size(0), N = x.size(1);
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{M, N}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", out, dtype_, Shape{M, N}));
-  if (out.data != x.data) FDPP_RETURN_IF_ERROR(checks::no_overlap(op, "out", out, "x", x));
+  if (out.data != x.data) FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "x", x));
   if (act != Activation::kRelu && act != Activation::kGelu)
     return InvalidArgument(fmt::format("activation: unknown kind {}", static_cast<int>(act)));
   ActivationParams p;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/ops/ops.h"
+#include "backend/tensor_overlap.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
 
@@ -34,18 +35,6 @@ inline Status rank(const char* op, const char* name, const Tensor& t, int r) {
   return Status::Ok();
 }
 
-// An output that overlaps an input would be read after being written.
-inline Status no_overlap(const char* op, const char* out_name, const Tensor& out,
-                         const char* in_name, const Tensor& in) {
-  if (out.nbytes() == 0 || in.nbytes() == 0) return Status::Ok();
-  const auto* o = static_cast<const char*>(out.data);
-  const auto* i = static_cast<const char*>(in.data);
-  if (o < i + in.nbytes() && i < o + out.nbytes())
-    return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
-                                       in_name, in.describe()));
-  return Status::Ok();
-}
-
 // The arguments of a row gather (embed, embed_add): i32 ids (T), a (V, H) table and a
 // (T, H) output of the activation dtype, the output apart from the table. The ids are
 // device data: the kernel never reads outside the table (an out-of-range id gives a zero
@@ -58,7 +47,7 @@ inline Result<EmbeddingParams> gather(const char* op, const Tensor& ids, const T
   FDPP_RETURN_IF_ERROR(tensor(op, "ids", ids, DType::kI32, Shape{T}));
   FDPP_RETURN_IF_ERROR(tensor(op, "table", table, dtype, Shape{V, H}));
   FDPP_RETURN_IF_ERROR(tensor(op, "out", out, dtype, Shape{T, H}));
-  FDPP_RETURN_IF_ERROR(no_overlap(op, "out", out, "table", table));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", out, "table", table));
   EmbeddingParams p;
   p.ids = ids.ptr<int32_t>();
   p.table = table.data;
