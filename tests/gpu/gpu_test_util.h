@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -18,6 +19,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -74,6 +76,23 @@ inline double worst_row_rel_l2(const std::vector<float>& a, const std::vector<fl
     worst = std::max(worst, std::sqrt(num / den));
   }
   return worst;
+}
+
+// The odd-size sweep both prefill suites run (synchronized and unified): head_dim 64, 128
+// and 8 (the generic kernel), f16 and bf16, GQA ratio, start position, new tokens.
+using PrefillSweepParam = std::tuple<int, DType, int, int, int>;  // D, dtype, GQA, start_pos, T
+inline auto prefill_sweep_values() {
+  return ::testing::Combine(::testing::Values(64, 128, 8),
+                            ::testing::Values(DType::kF16, DType::kBF16),
+                            ::testing::Values(1, 2, 4, 8), ::testing::Values(0, 37),
+                            ::testing::Values(1, 2, 63, 65, 97, 1025));
+}
+inline std::string prefill_sweep_name(const ::testing::TestParamInfo<PrefillSweepParam>& info) {
+  const auto [D, dt, ratio, start_pos, T] = info.param;
+  char name[64];  // (snprintf: GCC 12 warns falsely (-Wrestrict) on a chain of string +)
+  std::snprintf(name, sizeof name, "d%d_%s_gqa%d_sp%d_T%d", D, dtype_name(dt), ratio, start_pos,
+                T);
+  return name;
 }
 
 inline Status status_of(const Status& s) { return s; }

@@ -208,7 +208,7 @@ void run_gpu(const Problem& p, uint16_t garbage, std::vector<uint16_t>* out_bits
 }
 
 // (head_dim, dtype, GQA ratio, start_pos, T)
-using SweepParam = std::tuple<int, DType, int, int, int>;
+using SweepParam = test::PrefillSweepParam;  // D, dtype, GQA, start_pos, T
 
 class PrefillSweep : public ::testing::TestWithParam<SweepParam> {};
 
@@ -240,21 +240,8 @@ TEST_P(PrefillSweep, MatchesCpuWithinTwicePlainError) {
               ratio, start_pos, T, err, err_plain);
 }
 
-std::string sweep_name(const ::testing::TestParamInfo<SweepParam>& info) {
-  const auto [D, dt, ratio, start_pos, T] = info.param;
-  char name[64];  // (snprintf: GCC 12 warns falsely (-Wrestrict) on a chain of string +)
-  std::snprintf(name, sizeof name, "d%d_%s_gqa%d_sp%d_T%d", D, dtype_name(dt), ratio, start_pos,
-                T);
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Sweep, PrefillSweep,
-                         ::testing::Combine(::testing::Values(64, 128, 8),
-                                            ::testing::Values(DType::kF16, DType::kBF16),
-                                            ::testing::Values(1, 2, 4, 8),
-                                            ::testing::Values(0, 37),
-                                            ::testing::Values(1, 2, 63, 65, 97, 1025)),
-                         sweep_name);
+INSTANTIATE_TEST_SUITE_P(Sweep, PrefillSweep, test::prefill_sweep_values(),
+                         test::prefill_sweep_name);
 
 // Odd head dims go to the generic kernel too; 256 is its upper end (and 2 the lower).
 TEST(PrefillGeneric, OtherHeadDims) {

@@ -202,7 +202,7 @@ void expected_fallbacks(const Problem& p, const Reference& r, const std::vector<
   }
 }
 
-using SweepParam = std::tuple<int, DType, int, int, int>;  // D, dtype, GQA, start_pos, T
+using SweepParam = test::PrefillSweepParam;
 
 class UnifiedPrefillSweep : public ::testing::TestWithParam<SweepParam> {};
 
@@ -243,18 +243,8 @@ TEST_P(UnifiedPrefillSweep, ExactAndCountsTheRowsOutOfRange) {
   }
 }
 
-std::string sweep_name(const ::testing::TestParamInfo<SweepParam>& info) {
-  const auto [D, dt, ratio, start_pos, T] = info.param;
-  return fmt::format("d{}_{}_gqa{}_sp{}_T{}", D, dtype_name(dt), ratio, start_pos, T);
-}
-
-INSTANTIATE_TEST_SUITE_P(Sweep, UnifiedPrefillSweep,
-                         ::testing::Combine(::testing::Values(64, 128, 8),
-                                            ::testing::Values(DType::kF16, DType::kBF16),
-                                            ::testing::Values(1, 2, 4, 8),
-                                            ::testing::Values(0, 37),
-                                            ::testing::Values(1, 2, 63, 65, 97, 1025)),
-                         sweep_name);
+INSTANTIATE_TEST_SUITE_P(Sweep, UnifiedPrefillSweep, test::prefill_sweep_values(),
+                         test::prefill_sweep_name);
 
 // A sink key (s ≈ +600 at key 0) seen only by head 0: its rows fail, the others pass; CTAs
 // that mix both recompute everything exactly.
