@@ -10,20 +10,13 @@
 
 #include "backend/cuda/attention/prefill.h"
 #include "backend/cuda/attention/split_plan.h"
+#include "backend/cuda/bench/event_timer.h"
 #include "backend/cuda/bench/fill_random.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 
 namespace fdpp::cuda {
 namespace {
-
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-};
 
 // Device tensors of the softmax state of one layer: φ, row maxes (NaN), one counter.
 struct SoftmaxState {
@@ -127,23 +120,11 @@ Result<AttentionBenchResult> bench_decode_attention(CudaBackend& be, const Atten
   FDPP_RETURN_IF_ERROR(captured);
   if (!graph.ok()) return graph.status();
   for (int i = 0; i < 2; ++i) FDPP_RETURN_IF_ERROR((*graph)->replay());  // warm-up
-  EventPair ev;
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.start));
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.stop));
-  std::vector<double> us;
-  for (int r = 0; r < c.reps; ++r) {
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.start, be.stream()));
-    FDPP_RETURN_IF_ERROR((*graph)->replay());
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.stop, be.stream()));
-    FDPP_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    FDPP_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    us.push_back(1e3 * ms / calls);
-  }
-  std::sort(us.begin(), us.end());
+  FDPP_ASSIGN_OR_RETURN(const TimedRuns t,
+                        time_runs(be.stream(), c.reps, calls, [&] { return (*graph)->replay(); }));
   AttentionBenchResult res;
-  res.us = us[us.size() / 2];
-  res.us_min = us.front();
+  res.us = t.median_us;
+  res.us_min = t.min_us;
   res.bytes = layer_kv;
   res.layers = l.n_layers;
   FDPP_ASSIGN_OR_RETURN(res.splits, be.decode_splits(c.batch, c.n_kv_heads,
@@ -190,23 +171,12 @@ Result<AttentionBenchResult> bench_prefill_attention(CudaBackend& be,
   const int sms = be.props().multiProcessorCount;
   for (int i = 0; i < 3; ++i)
     FDPP_RETURN_IF_ERROR(run_attention_prefill_batched(a, c.batch, dt, sms, be.stream()));
-  EventPair ev;
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.start));
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.stop));
-  std::vector<double> us;
-  for (int r = 0; r < c.reps; ++r) {
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.start, be.stream()));
-    FDPP_RETURN_IF_ERROR(run_attention_prefill_batched(a, c.batch, dt, sms, be.stream()));
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.stop, be.stream()));
-    FDPP_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    FDPP_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    us.push_back(1e3 * ms);
-  }
-  std::sort(us.begin(), us.end());
+  FDPP_ASSIGN_OR_RETURN(const TimedRuns t, time_runs(be.stream(), c.reps, 1, [&] {
+                          return run_attention_prefill_batched(a, c.batch, dt, sms, be.stream());
+                        }));
   AttentionBenchResult res;
-  res.us = us[us.size() / 2];
-  res.us_min = us.front();
+  res.us = t.median_us;
+  res.us_min = t.min_us;
   res.flops = 4.0 * B * static_cast<double>(L) * L * D * H / 2;
   if (c.mode == SoftmaxMode::kUnified) {
     res.rows = B * L * H * (3 + c.reps);

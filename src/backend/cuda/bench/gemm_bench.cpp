@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/bench/event_timer.h"
 #include "backend/cuda/bench/fill_random.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
@@ -16,15 +17,6 @@ namespace fdpp::cuda {
 namespace {
 
 constexpr size_t kCopyAlign = 256;  // every weight copy starts 256-byte aligned, as a checkpoint's
-
-// CUDA events released on every path out.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-};
 
 std::vector<ImplChoice> choices_for(const GemmBenchOptions& o) {
   std::vector<ImplChoice> c;
@@ -59,22 +51,12 @@ Status time_plan(CudaBackend& be, const GemmPlan& plan, GemmArgs args, const cha
   FDPP_RETURN_IF_ERROR(captured);
   if (!graph.ok()) return graph.status();
 
-  EventPair ev;
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.start));
-  FDPP_CUDA_CHECK(cudaEventCreate(&ev.stop));
-  std::vector<double> us;
-  for (int r = -2; r < o.reps; ++r) {  // two untimed replays
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.start, stream.stream));
-    FDPP_RETURN_IF_ERROR((*graph)->replay());
-    FDPP_CUDA_CHECK(cudaEventRecord(ev.stop, stream.stream));
-    FDPP_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    FDPP_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    if (r >= 0) us.push_back(ms * 1e3 / calls);
-  }
-  std::sort(us.begin(), us.end());
-  out->us = us[us.size() / 2];
-  out->us_min = us.front();
+  for (int i = 0; i < 2; ++i) FDPP_RETURN_IF_ERROR((*graph)->replay());  // warm-up
+  FDPP_ASSIGN_OR_RETURN(
+      const TimedRuns t,
+      time_runs(stream.stream, o.reps, calls, [&] { return (*graph)->replay(); }));
+  out->us = t.median_us;
+  out->us_min = t.min_us;
   return Status::Ok();
 }
 

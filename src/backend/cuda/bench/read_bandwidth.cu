@@ -1,8 +1,6 @@
 #include "backend/cuda/bench/read_bandwidth.h"
 
-#include <algorithm>
-#include <vector>
-
+#include "backend/cuda/bench/event_timer.h"
 #include "backend/cuda/kernel_status.h"
 
 namespace fdpp::cuda {
@@ -41,7 +39,6 @@ Result<ReadBandwidth> measure_read_bandwidth(cudaStream_t stream, size_t bytes, 
 
   void* buf = nullptr;
   unsigned* sink = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
   ReadBandwidth r;
   r.bytes = bytes;
   r.reps = reps;
@@ -50,29 +47,20 @@ Result<ReadBandwidth> measure_read_bandwidth(cudaStream_t stream, size_t bytes, 
     FDPP_KERNEL_CHECK(cudaMalloc(&buf, bytes));
     FDPP_KERNEL_CHECK(cudaMalloc(&sink, sizeof(unsigned)));
     FDPP_KERNEL_CHECK(cudaMemsetAsync(buf, 0x5a, bytes, stream));  // not zeros: never time zeros
-    FDPP_KERNEL_CHECK(cudaEventCreate(&start));
-    FDPP_KERNEL_CHECK(cudaEventCreate(&stop));
     const size_t n = bytes / sizeof(uint4);
     const int blocks = sms * 8;  // 8 resident CTAs of 256 threads per SM: full occupancy
-    std::vector<float> ms;
-    for (int i = -2; i < reps; ++i) {  // two warm-up passes
-      FDPP_KERNEL_CHECK(cudaEventRecord(start, stream));
+    auto pass = [&]() -> Status {
       read_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint4*>(buf), n, sink);
       FDPP_KERNEL_CHECK_LAUNCH();
-      FDPP_KERNEL_CHECK(cudaEventRecord(stop, stream));
-      FDPP_KERNEL_CHECK(cudaEventSynchronize(stop));
-      float t = 0;
-      FDPP_KERNEL_CHECK(cudaEventElapsedTime(&t, start, stop));
-      if (i >= 0) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    r.gbs = bytes / (ms[ms.size() / 2] * 1e-3) / 1e9;
-    r.best_gbs = bytes / (ms.front() * 1e-3) / 1e9;
+      return Status::Ok();
+    };
+    for (int i = 0; i < 2; ++i) FDPP_RETURN_IF_ERROR(pass());  // warm-up
+    FDPP_ASSIGN_OR_RETURN(const TimedRuns t, time_runs(stream, reps, 1, pass));
+    r.gbs = bytes / (t.median_us * 1e-6) / 1e9;
+    r.best_gbs = bytes / (t.min_us * 1e-6) / 1e9;
     return Status::Ok();
   };
   Status s = run();
-  if (start) cudaEventDestroy(start);
-  if (stop) cudaEventDestroy(stop);
   if (buf) cudaFree(buf);
   if (sink) cudaFree(sink);
   if (!s.ok()) return s;
