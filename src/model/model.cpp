@@ -112,6 +112,26 @@ Status Model::upload_inputs(int n_tokens, int n_seqs) {
   return Status::Ok();
 }
 
+Status Model::prefill_chunk(const int* ids, int n_tokens, int slot, int start_pos,
+                            bool all_logits) {
+  if (n_tokens < 1 || n_tokens > limits_.max_tokens)
+    return InvalidArgument(fmt::format("prefill_chunk: {} tokens outside [1, {}]", n_tokens,
+                                       limits_.max_tokens));
+  for (int t = 0; t < n_tokens; ++t) {
+    inputs_.ids[t] = ids[t];
+    inputs_.positions[t] = start_pos + t;
+    inputs_.slots[t] = slot;
+  }
+  FDPP_RETURN_IF_ERROR(upload_inputs(n_tokens, 0));
+  ForwardPass pass;
+  pass.kind = ForwardPass::Kind::kPrefill;
+  pass.n_tokens = n_tokens;
+  pass.slot = slot;
+  pass.start_pos = start_pos;
+  pass.all_logits = all_logits;
+  return forward(pass);
+}
+
 Status Model::download_next_ids(int rows) {
   return backend_.copy_to_host_async(next_ids_.rows(0, rows), inputs_.next_ids);
 }

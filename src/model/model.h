@@ -73,6 +73,10 @@ class Model {
   // Stream-ordered copies host inputs -> device for the first n_tokens tokens and n_seqs lengths.
   Status upload_inputs(int n_tokens, int n_seqs);
   virtual Status forward(const ForwardPass& pass) = 0;
+  // One prefill forward of tokens `ids` (at most limits().max_tokens) of the sequence in
+  // `slot`, at positions start_pos, start_pos + 1, ...: fills inputs(), uploads, forward().
+  Status prefill_chunk(const int* ids, int n_tokens, int slot, int start_pos,
+                       bool all_logits = false);
   // (rows, vocab) logits of the last forward: all tokens, the last one (prefill), or one per sequence.
   Tensor logits(int rows) const { return logits_.rows(0, rows); }
   // Stream-ordered copy of the argmax ids of the first `rows` logits rows into inputs().next_ids.

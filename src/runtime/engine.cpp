@@ -241,21 +241,9 @@ Status Engine::Impl::prefill(Sequence& s, std::vector<float>& scratch, int* firs
   const int n = static_cast<int>(s.tokens.size());
   const int chunk = model->limits().max_tokens;
   StepInputs& in = model->inputs();
-  for (int start = 0; start < n; start += chunk) {
-    const int len = std::min(chunk, n - start);
-    for (int t = 0; t < len; ++t) {
-      in.ids[t] = s.tokens[start + t];
-      in.positions[t] = start + t;
-      in.slots[t] = s.slot;
-    }
-    FDPP_RETURN_IF_ERROR(model->upload_inputs(len, 0));
-    ForwardPass pass;
-    pass.kind = ForwardPass::Kind::kPrefill;
-    pass.n_tokens = len;
-    pass.slot = s.slot;
-    pass.start_pos = start;
-    FDPP_RETURN_IF_ERROR(model->forward(pass));
-  }
+  for (int start = 0; start < n; start += chunk)
+    FDPP_RETURN_IF_ERROR(
+        model->prefill_chunk(s.tokens.data() + start, std::min(chunk, n - start), s.slot, start));
   if (s.sampler.greedy()) {
     FDPP_RETURN_IF_ERROR(model->download_next_ids(1));
     FDPP_RETURN_IF_ERROR(backend->synchronize());
@@ -397,21 +385,10 @@ Result<std::vector<float>> Engine::teacher_forced_logits(const std::vector<int>&
   const ModelLimits& lim = I.model->limits();
   const int V = I.cfg.vocab_size;
   std::vector<float> all(static_cast<size_t>(n) * V), rows;
-  StepInputs& in = I.model->inputs();
   for (int start = 0; start < n; start += lim.max_tokens) {
     const int len = std::min(lim.max_tokens, n - start);
-    for (int t = 0; t < len; ++t) {
-      in.ids[t] = ids[start + t];
-      in.positions[t] = start + t;
-      in.slots[t] = 0;
-    }
-    FDPP_RETURN_IF_ERROR(I.model->upload_inputs(len, 0));
-    ForwardPass pass;
-    pass.kind = ForwardPass::Kind::kPrefill;
-    pass.n_tokens = len;
-    pass.start_pos = start;
-    pass.all_logits = true;
-    FDPP_RETURN_IF_ERROR(I.model->forward(pass));
+    FDPP_RETURN_IF_ERROR(I.model->prefill_chunk(ids.data() + start, len, /*slot=*/0, start,
+                                                /*all_logits=*/true));
     FDPP_RETURN_IF_ERROR(read_logits(*I.backend, I.model->logits(len), rows));
     std::copy(rows.begin(), rows.end(), all.begin() + static_cast<size_t>(start) * V);
   }

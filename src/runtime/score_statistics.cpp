@@ -36,22 +36,10 @@ Status collect_score_statistics(Model& model, const std::vector<int>& ids,
   }
   for (LayerScoreStats& L : stats->layers) L.sequences.emplace_back();
 
-  StepInputs& in = model.inputs();
   const int H = cfg.num_heads;
   for (int start = 0; start < n; start += lim.max_tokens) {
     const int len = std::min(lim.max_tokens, n - start);
-    for (int t = 0; t < len; ++t) {
-      in.ids[t] = ids[start + t];
-      in.positions[t] = start + t;
-      in.slots[t] = 0;
-    }
-    FDPP_RETURN_IF_ERROR(model.upload_inputs(len, 0));
-    ForwardPass pass;
-    pass.kind = ForwardPass::Kind::kPrefill;
-    pass.n_tokens = len;
-    pass.slot = 0;
-    pass.start_pos = start;
-    FDPP_RETURN_IF_ERROR(model.forward(pass));
+    FDPP_RETURN_IF_ERROR(model.prefill_chunk(ids.data() + start, len, /*slot=*/0, start));
     FDPP_ASSIGN_OR_RETURN(ScoreStatsSnapshot snap, sm.take_score_stats(len));
     for (int l = 0; l < cfg.num_layers; ++l) {
       LayerScoreStats& L = stats->layers[l];
