@@ -40,6 +40,11 @@ struct Case {
   bool misalign_q = false;  // q 2 bytes off 16-byte alignment: the generic kernel
 };
 
+std::string name(const Case& c) {
+  return fmt::format("D {} group {} lengths {}{}", c.head_dim, c.group, fmt::join(c.lengths, " "),
+                     c.misalign_q ? " misaligned q" : "");
+}
+
 class UnifiedDecode : public test::CpuAndCudaBackends {
  protected:
   float scale() const { return 1.f / std::sqrt(static_cast<float>(c_.head_dim)); }
@@ -157,6 +162,16 @@ class UnifiedDecode : public test::CpuAndCudaBackends {
       }
   }
 
+  // With φ = 0 (calibrated), then row-following φ (from the row maxes the first call kept),
+  // at the heuristic's and forced split counts: every result right and no row recomputed.
+  void expect_no_fallback_at_any_split() {
+    for (int splits : {0, 1, 7, 40}) {
+      const std::string what = fmt::format("{} splits {}", name(c_), splits);
+      EXPECT_EQ(run(zeros(), false, splits, what + " calibrated φ"), 0);
+      EXPECT_EQ(run(zeros(), true, splits, what + " follow"), 0);
+    }
+  }
+
   // One unified launch (splits forced, 0: the heuristic) with φ per head; checks the result
   // and returns how many rows it recomputed.
   int64_t run(const std::vector<float>& phi, bool follow, int splits, const std::string& what,
@@ -235,11 +250,6 @@ class UnifiedDecode : public test::CpuAndCudaBackends {
 INSTANTIATE_TEST_SUITE_P(Dtypes, UnifiedDecode, ::testing::Values(DType::kF16, DType::kBF16),
                          test::dtype_param_name);
 
-std::string name(const Case& c) {
-  return fmt::format("D {} group {} lengths {}{}", c.head_dim, c.group, fmt::join(c.lengths, " "),
-                     c.misalign_q ? " misaligned q" : "");
-}
-
 // Random scores (|s| of a few units) sit deep inside the fp32 range of φ = 0: no fallback.
 TEST_P(UnifiedDecode, SweepMatchesReferenceWithoutFallbacks) {
   int offset = 0;
@@ -260,12 +270,7 @@ TEST_P(UnifiedDecode, SweepMatchesReferenceWithoutFallbacks) {
     prepare(c, seed += 10);
     upload();
     if (HasFatalFailure()) return;
-    for (int splits : {0, 1, 7, 40}) {
-      const std::string what = fmt::format("{} splits {}", name(c), splits);
-      EXPECT_EQ(run(zeros(), false, splits, what + " calibrated φ"), 0);
-      // Row-following: the first call kept the row maxes, this one uses them.
-      EXPECT_EQ(run(zeros(), true, splits, what + " follow"), 0);
-    }
+    expect_no_fallback_at_any_split();
     // The kept row maxes are the rows' exact maxes (s units).
     const std::vector<float> kept = kept_row_max();
     for (size_t i = 0; i < kept.size(); ++i)
@@ -387,11 +392,7 @@ TEST_P(UnifiedDecode, TensorCoreKernelGroupsAndOddLengths) {
       prepare(c, seed += 10);
       upload();
       if (HasFatalFailure()) return;
-      for (int splits : {0, 1, 7, 40}) {
-        const std::string what = fmt::format("{} splits {}", name(c), splits);
-        EXPECT_EQ(run(zeros(), false, splits, what + " calibrated φ"), 0);
-        EXPECT_EQ(run(zeros(), true, splits, what + " follow"), 0);
-      }
+      expect_no_fallback_at_any_split();
       if (HasFailure()) return;
     }
 }
