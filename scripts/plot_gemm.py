@@ -12,19 +12,15 @@ import json
 import math
 import sys
 
+import plot_common
+
 
 def main(argv):
     if len(argv) != 3:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot_gemm.py: matplotlib is not installed (pip install matplotlib); no plot made",
-              file=sys.stderr)
+    plt = plot_common.pyplot("plot_gemm.py")
+    if plt is None:
         return 1
 
     with open(argv[1]) as f:
