@@ -134,6 +134,23 @@ inline std::vector<float> round_all(DType dtype, std::vector<float> v) {
   return v;
 }
 
+// F.linear(x, w, b) in half precision, the error baseline of the GEMM tests: y (+)= x · wᵀ
+// (+ b) with an fp32 accumulator that starts at the bias (cuBLAS's bias epilogue; empty b:
+// none), plus y0 when accumulating, and one rounding of the result to dt.
+inline std::vector<float> plain_linear(const std::vector<float>& x, const std::vector<float>& w,
+                                       const std::vector<float>& b, const std::vector<float>& y0,
+                                       int64_t M, int64_t N, int64_t K, bool accumulate,
+                                       DType dt) {
+  std::vector<float> y(M * N);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      float acc = b.empty() ? 0.f : b[n];
+      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * w[n * K + k];
+      y[m * N + n] = round_to(dt, accumulate ? y0[m * N + n] + acc : acc);
+    }
+  return y;
+}
+
 // Relative spacing of dtype at 1.0 (2^-10 for f16, 2^-7 for bf16, 2^-23 for f32).
 inline double dtype_epsilon(DType dtype) {
   switch (dtype) {

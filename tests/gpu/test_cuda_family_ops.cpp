@@ -139,21 +139,6 @@ TEST_P(CudaFamilyOps, ReluAndGelu) {
   }
 }
 
-// F.linear(x, w, b) in half precision: fp32 accumulator, bias added in fp32, one rounding
-// (cuBLAS's bias epilogue), plus the residual when accumulating.
-std::vector<float> plain_linear_bias(const std::vector<float>& x, const std::vector<float>& w,
-                                     const std::vector<float>& b, const std::vector<float>& y0,
-                                     int64_t M, int64_t N, int64_t K, bool accumulate, DType dt) {
-  std::vector<float> y(M * N);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      float acc = b[n];
-      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * w[n * K + k];
-      y[m * N + n] = round_to(dt, accumulate ? y0[m * N + n] + acc : acc);
-    }
-  return y;
-}
-
 TEST_P(CudaFamilyOps, LinearBiasEpilogueAndFallback) {
   struct NK {
     int64_t N, K;
@@ -180,7 +165,7 @@ TEST_P(CudaFamilyOps, LinearBiasEpilogueAndFallback) {
               cpu_->linear(test::host_view(x, {M, s.K}), test::host_view(w, {s.N, s.K}),
                            test::host_view(ref, {M, s.N}),
                            {.accumulate = accumulate, .bias = test::host_view(bias_host, {s.N})}));
-          const auto plain = plain_linear_bias(x, w, bias, y0, M, s.N, s.K, accumulate, dt());
+          const auto plain = test::plain_linear(x, w, bias, y0, M, s.N, s.K, accumulate, dt());
           FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_x, test::upload(*gpu_, x, dt(), {M, s.K}));
           FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_w, test::upload(*gpu_, w, dt(), {s.N, s.K}));
           FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_b, test::upload(*gpu_, b, dt(), {s.N + 1}));

@@ -228,21 +228,6 @@ TEST_P(CudaOps, ArgmaxTiesNanAndInfinities) {
   check_argmax(*cpu_, *gpu_, l, B, V, DType::kF32, "special rows, f32");
 }
 
-// y (+)= x · wᵀ with fp32 accumulation and one rounding of the result (a plain
-// half-precision GEMM: F.linear in fp16 with an fp32 accumulator).
-std::vector<float> plain_linear(const std::vector<float>& x, const std::vector<float>& w,
-                                const std::vector<float>& y0, int64_t M, int64_t N, int64_t K,
-                                bool accumulate, DType dt) {
-  std::vector<float> y(M * N);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      float acc = 0.f;
-      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * w[n * K + k];
-      y[m * N + n] = round_to(dt, accumulate ? y0[m * N + n] + acc : acc);
-    }
-  return y;
-}
-
 TEST_P(CudaOps, Linear) {
   struct NK {
     int64_t N, K;
@@ -261,7 +246,7 @@ TEST_P(CudaOps, Linear) {
         FDPP_GPU_ASSERT_OK(cpu_->linear(test::host_view(x, {M, s.K}),
                                         test::host_view(w, {s.N, s.K}),
                                         test::host_view(ref, {M, s.N}), {.accumulate = accumulate}));
-        const auto plain = plain_linear(x, w, y0, M, s.N, s.K, accumulate, dt());
+        const auto plain = test::plain_linear(x, w, {}, y0, M, s.N, s.K, accumulate, dt());
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_x, test::upload(*gpu_, x, dt(), {M, s.K}));
         FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_w, test::upload(*gpu_, w, dt(), {s.N, s.K}));
         // Without accumulate y's old contents must not be read: poison them.
