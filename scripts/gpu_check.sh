@@ -4,10 +4,11 @@
 # result under $OUT (a summary.md plus results.tgz: the device returns few files).
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
-# Stages: build unpack test models compare bench gemm attention calibrate tune pdl ablation
+# Stages: build unpack test models compare bench gemm attention calibrate tune pdl fuse ablation
 #   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
+#   FUSE_ARGS /
 #   FAMILY_COMPARE_ARGS (e.g. --noise-floor: transformers' own fp16 error beside fdpp's)
 #   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
 #   models, default "opt-6.7b chatglm2-6b llama-2-13b").
@@ -170,6 +171,16 @@ for stage in "${stages[@]}"; do
           note "pdl $MODEL gemm=$g pdl=$p: exit $? ($(stage_time $t0))"
           grep -E '^\| *[0-9]' "$WORK/pdl_${MODEL}_${g}_$p.md" >>"$summary"
         done
+      done
+      ;;
+    fuse)
+      # RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse) on and off, one engine each.
+      for f in on off; do
+        # shellcheck disable=SC2086
+        "$FDPP" bench -m "$MODELS_TMP/$MODEL" --fuse "$f" ${FUSE_ARGS:--b 1,8 -p 1024,8192 -n 64 -r 2} \
+          >"$WORK/fuse_${MODEL}_$f.md" 2>"$WORK/fuse_${MODEL}_$f.err"
+        note "fuse $MODEL fuse=$f: exit $? ($(stage_time $t0))"
+        grep -E '^\| *[0-9]' "$WORK/fuse_${MODEL}_$f.md" >>"$summary"
       done
       ;;
     ablation)

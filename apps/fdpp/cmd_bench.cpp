@@ -175,6 +175,7 @@ int run_bench(const BenchOptions& o) {
     meta["cuda_graphs"] = !o.no_graphs;
     meta["gemm"] = o.gemm.gemm;
     meta["pdl"] = engine.pdl_active();
+    meta["fuse"] = o.gemm.fuse == "on";
     meta["gemm_table"] = engine.gemm_table_source();
     meta["softmax"] = o.softmax.softmax;
     meta["phi"] = o.softmax.phi;
@@ -194,8 +195,9 @@ int run_bench(const BenchOptions& o) {
     std::puts(meta.dump(1).c_str());
     return 0;
   }
-  fmt::print("fdpp bench | {} | {} {} | {} | {} | --gemm {} | pdl {}\n", o.model, c.model_type,
-             dtype_name(w.plan.dtype), gpu, date, o.gemm.gemm, engine.pdl_active() ? "on" : "off");
+  fmt::print("fdpp bench | {} | {} {} | {} | {} | --gemm {} | pdl {} | fuse {}\n", o.model,
+             c.model_type, dtype_name(w.plan.dtype), gpu, date, o.gemm.gemm,
+             engine.pdl_active() ? "on" : "off", o.gemm.fuse);
   fmt::print("GEMM table: {}\n", engine.gemm_table_source());
   if (read_gbs > 0) fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", read_gbs);
   fmt::print("| b | p | n | prefill ms | prefill tok/s | decode ms/step | decode tok/s | GB/s | % roofline | roofline tok/s |\n");

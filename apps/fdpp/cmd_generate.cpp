@@ -120,6 +120,7 @@ int run_generate(const GenerateOptions& o) {
     if (auto sm = engine.softmax_stats(); sm.ok()) j["softmax"] = softmax_json(*sm);
     j["gemm"] = {{"policy", o.gemm.gemm}, {"table", engine.gemm_table_source()}};
     j["pdl"] = engine.pdl_active();
+    j["fuse"] = o.gemm.fuse == "on";
     j["timing"] = {{"prompt_tokens", timing.prompt_tokens},     {"prefill_ms", timing.prefill_ms},
                    {"prefill_tokens_per_s", prefill_tps},       {"decode_steps", timing.decode_steps},
                    {"decode_ms", timing.decode_ms},             {"decode_tokens_per_s", decode_tps},

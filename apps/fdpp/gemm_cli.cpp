@@ -8,6 +8,11 @@ void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
       ->check(CLI::IsMember({"auto", "gemv", "flat", "cublas"}))
       ->capture_default_str();
   add_pdl_option(sub, o.pdl);
+  sub->add_option("--fuse", o.fuse,
+                  "RMSNorm and the SiLU gate inside the GEMV's load of x (CUDA decode) instead "
+                  "of kernels of their own")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   if (!with_tuning) return;
   sub->add_option("--gemm-table", o.gemm_table,
                   "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in "
@@ -22,6 +27,7 @@ void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo) {
   eo->gemm_table = o.gemm_table;
   eo->autotune = o.autotune;
   eo->pdl = o.pdl == "on";
+  eo->fuse = o.fuse == "on";
 }
 
 void add_pdl_option(CLI::App* sub, std::string& pdl) {

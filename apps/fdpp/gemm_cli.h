@@ -1,5 +1,6 @@
 // The GEMM-dispatch options every engine command shares (--gemm, --gemm-table, --autotune;
-// design.md, Technique 3), and --pdl, which decides how each GEMM overlaps its neighbours.
+// design.md, Technique 3), --pdl, which decides how each GEMM overlaps its neighbours, and
+// --fuse, which decides whether the GEMV applies the norm / SiLU gate before it.
 #pragma once
 
 #include <string>
@@ -15,6 +16,7 @@ struct GemmCliOptions {
   std::string gemm_table;
   bool autotune = false;
   std::string pdl = "on";
+  std::string fuse = "on";
 };
 
 // `with_tuning`: also --gemm-table and --autotune (commands that run a model for speed).

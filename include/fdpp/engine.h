@@ -39,6 +39,9 @@ struct EngineOptions {
   // scheduled while the previous one finishes and starts its weight loads early
   // (src/backend/cuda/launch.h). Off: plain stream order, for measuring the difference.
   bool pdl = true;
+  // RMSNorm and the SiLU gate applied by the GEMV while it loads x (CUDA decode), instead
+  // of as kernels of their own. Off: separate kernels, for measuring the difference.
+  bool fuse = true;
   // Attention softmax (design.md, Technique 1): "sync" (online softmax), "unified" (one φ per
   // row, exact fallback), "auto" (unified decode with phi_source's φ; unified prefill when a
   // calibration file is found, else sync). Results are exact either way.

@@ -65,4 +65,18 @@ Result<KVCache> Backend::alloc_kv_cache(const KVCacheLayout& layout) {
   return cache;
 }
 
+Status Backend::fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
+                             const Tensor& y, const LinearEpilogue& ep) {
+  switch (pro.kind) {
+    case LinearPrologue::Kind::kNone: return linear(x, w, y, ep);
+    case LinearPrologue::Kind::kRmsNorm:
+      FDPP_RETURN_IF_ERROR(rmsnorm(x, pro.norm_weight, pro.eps, pro.scratch));
+      return linear(pro.scratch, w, y, ep);
+    case LinearPrologue::Kind::kSiluMul:
+      FDPP_RETURN_IF_ERROR(silu_mul(x, pro.scratch));
+      return linear(pro.scratch, w, y, ep);
+  }
+  return InvalidArgument("fused_linear: unknown prologue");
+}
+
 }  // namespace fdpp

@@ -134,6 +134,30 @@ struct LinearEpilogue {
   Tensor bias;              // (N), added to every row; empty: no bias
 };
 
+// What a GEMM does to its input first: y (+)= f(x)·wᵀ. A backend may apply f while
+// the GEMM loads x (the CUDA GEMV does), which saves the op's own kernel and its
+// round trip through memory; otherwise f runs as its own op into `scratch`.
+struct LinearPrologue {
+  enum class Kind {
+    kNone,
+    kRmsNorm,  // f(x) = rmsnorm(x, norm_weight, eps); x is (M, K)
+    kSiluMul,  // f(x) = silu(gate) · up with gate|up = x[:, :K | K:]; x is (M, 2K)
+  };
+  Kind kind = Kind::kNone;
+  Tensor norm_weight;  // kRmsNorm: (K)
+  float eps = 0.f;     // kRmsNorm
+  // (M, K): where f(x) goes when the backend does not fuse f. Its content after the
+  // call is unspecified (f(x), or untouched), so nothing may read it afterwards.
+  Tensor scratch;
+
+  static LinearPrologue rms_norm(const Tensor& weight, float eps, const Tensor& scratch) {
+    return {Kind::kRmsNorm, weight, eps, scratch};
+  }
+  static LinearPrologue silu_mul(const Tensor& scratch) {
+    return {Kind::kSiluMul, Tensor(), 0.f, scratch};
+  }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -181,6 +205,10 @@ class Backend {
   // dispatcher can route it.
   virtual Status linear(const Tensor& x /* (M, K) */, const Tensor& w /* (N, K) */,
                         const Tensor& y /* (M, N) */, const LinearEpilogue& ep) = 0;
+  // linear(f(x)) with f the prologue. This default runs f into pro.scratch, then
+  // linear(pro.scratch, ...); a backend overrides it where its GEMM can apply f itself.
+  virtual Status fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
+                              const Tensor& y, const LinearEpilogue& ep);
   virtual Status rope_and_append_kv(const RopeAppendArgs& args) = 0;
   virtual Status attention_decode(const AttentionDecodeArgs& args) = 0;
   virtual Status attention_prefill(const AttentionPrefillArgs& args) = 0;

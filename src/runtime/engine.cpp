@@ -77,6 +77,7 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const Mode
   co.activation_dtype = dtype;
   co.gemm = gemm;
   co.pdl = o.pdl;
+  co.fuse_prologues = o.fuse;
   FDPP_ASSIGN_OR_RETURN(auto be, cuda::make_cuda_backend(co));
   *pdl = be->pdl();
   return std::unique_ptr<Backend>(std::move(be));

@@ -716,6 +716,44 @@ TEST_F(CpuOps, SiluMulErrors) {
   EXPECT_TRUE(has_code(be->silu_mul(gu.t, inside), StatusCode::kInvalidArgument, "silu_mul"));
 }
 
+// ---- fused_linear (Backend's default: the op into scratch, then linear) ----------
+
+TEST_F(CpuOps, FusedLinearIsTheOpThenTheGemm) {
+  const int64_t M = 3, K = 72, N = 5;
+  Host x = rand_f32({M, K}, 801, -3, 3), gu = rand_f32({M, 2 * K}, 802, -3, 3);
+  Host nw = rand_f32({K}, 803, 0.5f, 1.5f), w = rand_f32({N, K}, 804), scratch = nan_f32({M, K});
+  Host y = nan_f32({M, N});
+  // rmsnorm: y = (x / rms(x) · nw) · wᵀ
+  ASSERT_TRUE(
+      be->fused_linear(x.t, LinearPrologue::rms_norm(nw.t, 1e-5f, scratch.t), w.t, y.t, {}).ok());
+  std::vector<float> h(M * K);
+  for (int64_t m = 0; m < M; ++m) {
+    double ss = 0;
+    for (int64_t k = 0; k < K; ++k) ss += double(x.f()[m * K + k]) * x.f()[m * K + k];
+    const double r = 1 / std::sqrt(ss / K + 1e-5);
+    for (int64_t k = 0; k < K; ++k) h[m * K + k] = static_cast<float>(x.f()[m * K + k] * r * nw.f()[k]);
+  }
+  EXPECT_TRUE(rows_close("fused_linear rmsnorm", y.f(), ref_linear(h.data(), w.f(), nullptr, M, K, N), N));
+  // silu_mul: y = (silu(gate) · up) · wᵀ
+  ASSERT_TRUE(be->fused_linear(gu.t, LinearPrologue::silu_mul(scratch.t), w.t, y.t, {}).ok());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k) {
+      const double g = gu.f()[m * 2 * K + k], u = gu.f()[m * 2 * K + K + k];
+      h[m * K + k] = static_cast<float>(g / (1 + std::exp(-g)) * u);
+    }
+  EXPECT_TRUE(rows_close("fused_linear silu_mul", y.f(), ref_linear(h.data(), w.f(), nullptr, M, K, N), N));
+  // No prologue: linear itself (scratch unused).
+  ASSERT_TRUE(be->fused_linear(x.t, LinearPrologue{}, w.t, y.t, {}).ok());
+  EXPECT_TRUE(rows_close("fused_linear", y.f(), ref_linear(x.f(), w.f(), nullptr, M, K, N), N));
+  // The op's errors come back: a scratch of the wrong shape, a norm weight of the wrong length.
+  Host wide = nan_f32({M, K + 1});
+  EXPECT_TRUE(has_code(
+      be->fused_linear(x.t, LinearPrologue::rms_norm(nw.t, 1e-5f, wide.t), w.t, y.t, {}),
+      StatusCode::kInvalidArgument, "rmsnorm"));
+  EXPECT_TRUE(has_code(be->fused_linear(gu.t, LinearPrologue::silu_mul(wide.t), w.t, y.t, {}),
+                       StatusCode::kInvalidArgument, "silu_mul"));
+}
+
 // ---- argmax -------------------------------------------------------------------
 
 TEST_F(CpuOps, ArgmaxRandom) {

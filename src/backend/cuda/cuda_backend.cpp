@@ -110,6 +110,7 @@ Result<std::unique_ptr<CudaBackend>> make_cuda_backend(const CudaBackendOptions&
                                    be->props_.name, be->props_.major, be->props_.minor));
   // griddepcontrol is sm_90+, on the device and in the compiled kernels.
   be->pdl_ = options.pdl && be->props_.major >= 9 && kernels_support_pdl();
+  be->fuse_prologues_ = options.fuse_prologues;
   if (options.pdl && be->props_.major >= 9 && !be->pdl_)
     spdlog::warn("programmatic dependent launch is off: this build's kernels were not compiled "
                  "for sm_90 (configure with -DFDPP_CUDA_ARCHS=90)");
@@ -337,20 +338,22 @@ Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, co
   return run_rmsnorm(p, dtype_, kernel_stream());
 }
 
-Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
-                           const LinearEpilogue& ep) {
-  constexpr const char* op = "linear";
-  FDPP_RETURN_IF_ERROR(activate());
+namespace {
+
+// The checks of a linear() call and the dispatcher's arguments for it. x is
+// (M, x_width·K): x_width 2 for the SiLU-gate prologue, whose x holds gate|up.
+Result<GemmArgs> linear_args(const char* op, const Tensor& x, int64_t x_width, const Tensor& w,
+                             const Tensor& y, const LinearEpilogue& ep, DType dtype) {
   FDPP_RETURN_IF_ERROR(checks::rank(op, "x", x, 2));
   FDPP_RETURN_IF_ERROR(checks::rank(op, "w", w, 2));
-  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{M, K}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "w", w, dtype_, Shape{N, K}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "y", y, dtype_, Shape{M, N}));
+  const int64_t M = x.size(0), K = w.size(1), N = w.size(0);
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype, Shape{M, x_width * K}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "w", w, dtype, Shape{N, K}));
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "y", y, dtype, Shape{M, N}));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "x", x));
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "w", w));
   if (!ep.bias.empty()) {
-    FDPP_RETURN_IF_ERROR(checks::tensor(op, "bias", ep.bias, dtype_, Shape{N}));
+    FDPP_RETURN_IF_ERROR(checks::tensor(op, "bias", ep.bias, dtype, Shape{N}));
     FDPP_RETURN_IF_ERROR(check_no_overlap(op, "y", y, "bias", ep.bias));
   }
   GemmArgs a;
@@ -361,9 +364,45 @@ Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
   a.m = M;
   a.n = N;
   a.k = K;
-  a.dtype = dtype_;
+  a.dtype = dtype;
   a.accumulate = ep.accumulate;
+  return a;
+}
+
+}  // namespace
+
+Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
+                           const LinearEpilogue& ep) {
+  FDPP_RETURN_IF_ERROR(activate());
+  FDPP_ASSIGN_OR_RETURN(const GemmArgs a, linear_args("linear", x, 1, w, y, ep, dtype_));
   return gemm_dispatch_->run(a, kernel_stream());  // ImplA / ImplB / ImplC by policy and table
+}
+
+Status CudaBackend::fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
+                                 const Tensor& y, const LinearEpilogue& ep) {
+  constexpr const char* op = "fused_linear";
+  using Kind = LinearPrologue::Kind;
+  if (pro.kind == Kind::kNone) return linear(x, w, y, ep);
+  FDPP_RETURN_IF_ERROR(activate());
+  const bool gated = pro.kind == Kind::kSiluMul;
+  FDPP_ASSIGN_OR_RETURN(GemmArgs a, linear_args(op, x, gated ? 2 : 1, w, y, ep, dtype_));
+  // What the unfused path needs is checked on both, so a call is valid or not
+  // regardless of which implementation the dispatcher picks for its shape.
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "scratch", pro.scratch, dtype_, Shape{a.m, a.k}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "y", y));
+  if (!gated) {
+    FDPP_RETURN_IF_ERROR(checks::tensor(op, "norm_weight", pro.norm_weight, dtype_, Shape{a.k}));
+    if (!(pro.eps >= 0.0f) || std::isinf(pro.eps))
+      return InvalidArgument(fmt::format("{}: eps {} must be finite and >= 0", op, pro.eps));
+  }
+  const bool weight_aligned = reinterpret_cast<uintptr_t>(pro.norm_weight.data) % 16 == 0;
+  if (!fuse_prologues_ || !gemm_dispatch_->fuses_prologue(a) || (!gated && !weight_aligned))
+    return Backend::fused_linear(x, pro, w, y, ep);
+  a.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
+  a.norm_weight = gated ? nullptr : pro.norm_weight.data;
+  a.norm_eps = pro.eps;
+  return gemm_dispatch_->run(a, kernel_stream());
 }
 
 Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer) const {

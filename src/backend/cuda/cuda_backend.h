@@ -37,6 +37,9 @@ struct CudaBackendOptions {
   // Programmatic dependent launch between fdpp's own kernels (launch.h; --pdl). Takes
   // effect on compute capability 9.0+ only.
   bool pdl = true;
+  // fused_linear applies RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse).
+  // Off: the op runs as its own kernel, for measuring the difference.
+  bool fuse_prologues = true;
 };
 
 struct DeviceMemory {
@@ -83,6 +86,10 @@ class CudaBackend final : public Backend {
   Status attention_decode(const AttentionDecodeArgs& args) override;
   Status attention_prefill(const AttentionPrefillArgs& args) override;
   Status silu_mul(const Tensor& gate_up, const Tensor& out) override;
+  // Fuses the prologue into the GEMV's load of x when the dispatcher picks ImplA for
+  // the shape; runs the op and the GEMM separately otherwise.
+  Status fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
+                      const Tensor& y, const LinearEpilogue& ep) override;
   // layernorm, embed_add, activation: cuda_backend_ops.cpp.
   Status layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                    const Tensor& out) override;
@@ -144,6 +151,7 @@ class CudaBackend final : public Backend {
   std::array<int, 7> decode_occupancy_{};
   int decode_splits_override_ = 0;
   bool pdl_ = false;
+  bool fuse_prologues_ = true;
 };
 
 // Creates the stream, the cuBLASLt handle and its 32 MB workspace on `device`.

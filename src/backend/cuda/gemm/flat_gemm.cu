@@ -60,6 +60,8 @@ Status run_flat_gemm(int config, const GemmParams& p, DType dtype, cudaStream_t 
                            " (needs M <= " + std::to_string(c.max_m()) + ", K % 8 == 0)");
   if (!aligned16(p.x) || !aligned16(p.w))
     return InvalidArgument("flat GEMM: x and w must start on 16-byte boundaries");
+  if (p.prologue != GemvPrologue::kNone)
+    return InvalidArgument("flat GEMM: no prologue on x (only ImplA fuses one)");
   if (p.k_split < 0 || p.k_split % 8 != 0 || (p.k > 0 && p.k_split == 0) || p.splits < 1 ||
       p.splits > 65535 || int64_t{p.splits - 1} * p.k_split >= (p.k > 0 ? p.k : 1) ||
       int64_t{p.splits} * p.k_split < p.k)

@@ -15,6 +15,9 @@ namespace fdpp::cuda::gemm {
 // The end of a CTA's work: `red` (shared, fp32) holds its tile as red[m·ld + r]
 // for W rows n0 + r, r < rows, m < p.m. Every thread of the CTA must call it.
 //
+// row_scale (shared, p.m floats, or null) multiplies row m's dot product before the
+// bias: the GEMV's RMSNorm prologue leaves its per-row 1/rms to here.
+//
 // One split: y[m, n] = red + bias[n] (+ y[m, n]) in fp32, rounded once.
 // Several: the tile goes to partial[split] and the CTA takes a ticket; the CTA
 // with the last ticket sums partial[0..splits) in split order (deterministic),
@@ -24,12 +27,14 @@ namespace fdpp::cuda::gemm {
 // it reads them with ld.global.cg (L2), since L1 is not coherent across SMs.
 template <class T, int kThreads>
 __device__ __forceinline__ void store_tile(const GemmParams& p, const float* red, int ld, int n0,
-                                           int rows, int tile, int split) {
+                                           int rows, int tile, int split,
+                                           const float* row_scale = nullptr) {
   T* y = static_cast<T*>(p.y);                       // (m, n)
   const T* bias = static_cast<const T*>(p.bias);     // (n) or null
   const int count = p.m * rows;
   // Consecutive threads take consecutive n: coalesced loads and stores along y's rows.
   auto finish = [&](float v, int m, int n) {
+    if (row_scale != nullptr) v *= row_scale[m];
     if (bias != nullptr) v += to_float(bias[n]);
     const int64_t at = static_cast<int64_t>(m) * p.n + n;
     if (p.accumulate) v += to_float(y[at]);

@@ -90,6 +90,10 @@ GemmPlan GemmDispatcher::plan(const GemmArgs& a) const {
   return plan_gemm(problem(a), policy_, table_.get(), traits_);
 }
 
+bool GemmDispatcher::fuses_prologue(const GemmArgs& a) const {
+  return plan(a).choice.impl == GemmImpl::kGemv;
+}
+
 Status GemmDispatcher::run(const GemmArgs& a, KernelStream stream) {
   const GemmPlan p = plan(a);
   if (p.fallback != nullptr &&
@@ -114,6 +118,9 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
                                        dtype_name(a.dtype), dtype_name(dtype_)));
   if (a.m <= 0 || a.n <= 0) return Status::Ok();  // an empty output
   const ImplChoice& c = plan.choice;
+  if (a.prologue != GemvPrologue::kNone && c.impl != GemmImpl::kGemv)
+    return Internal(fmt::format("linear M={} N={} K={}: a prologue on x needs ImplA, the plan is {}",
+                                a.m, a.n, a.k, impl_choice_name(c)));
   if (c.impl == GemmImpl::kCublas) {
     LinearParams lp;
     lp.x = a.x;
@@ -143,6 +150,9 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
   p.splits = c.splits;
   p.m_tiles = (p.m + 7) / 8;
   p.accumulate = a.accumulate;
+  p.prologue = a.prologue;
+  p.norm_weight = a.norm_weight;
+  p.norm_eps = a.norm_eps;
   if (p.splits > 1) {
     if (static_cast<int64_t>(p.splits) * a.m * a.n * 4 > kSplitKPartialBytes ||
         plan.tiles > kSplitKCounters)

@@ -13,8 +13,15 @@
 
 namespace fdpp::cuda {
 
+// What ImplA does to x while it stages it, so that the op before the GEMM needs no
+// kernel of its own (Backend::fused_linear):
+//  * kRmsNorm: x'[m, :] = rmsnorm(x[m, :]) · norm_weight, x (m, k); computed as
+//    (1/rms) · (T(x · norm_weight) · wᵀ), the row's scale applied after the dot product;
+//  * kSiluMul: x'[m, :] = silu(gate) · up with gate|up = x[m, :k | k:], x (m, 2k).
+enum class GemvPrologue { kNone, kRmsNorm, kSiluMul };
+
 struct GemmParams {
-  const void* x = nullptr;     // (m, k), 16-byte aligned, k % 8 == 0
+  const void* x = nullptr;     // (m, k), or (m, 2k) for kSiluMul; 16-byte aligned, k % 8 == 0
   const void* w = nullptr;     // (n, k), 16-byte aligned
   void* y = nullptr;           // (m, n): read only when accumulate
   const void* bias = nullptr;  // (n) of the activation dtype, or nullptr
@@ -27,6 +34,10 @@ struct GemmParams {
   int splits = 1;
   int m_tiles = 1;  // flat GEMM: n8 tiles of x in use, ceil(m / 8)
   bool accumulate = false;  // y += …: the residual add
+  // ImplA only (the flat GEMM refuses anything but kNone).
+  GemvPrologue prologue = GemvPrologue::kNone;
+  const void* norm_weight = nullptr;  // kRmsNorm: (k), 16-byte aligned
+  float norm_eps = 0.f;               // kRmsNorm
 };
 
 }  // namespace fdpp::cuda

@@ -57,6 +57,8 @@ Status run_gemv(const GemmParams& p, DType dtype, KernelStream stream) {
     return InvalidArgument("gemv: k_split " + std::to_string(p.k_split) + " with " +
                            std::to_string(p.splits) + " splits does not tile K " +
                            std::to_string(p.k) + " within the shared-memory x slice");
+  if (p.prologue == GemvPrologue::kRmsNorm && !aligned16(p.norm_weight))
+    return InvalidArgument("gemv: the RMSNorm prologue's weight must start on a 16-byte boundary");
   if (p.splits > 1 && (p.partial == nullptr || p.counters == nullptr))
     return InvalidArgument("gemv: split-K without a workspace");
   switch (dtype) {

@@ -5,7 +5,8 @@
 // side by side with 16-byte loads (16 loads in flight per lane for M <= 4, 8
 // above), fp32 FMAs against the CTA's x slice staged once in shared memory, and
 // sums its lanes with xor shuffles. Split-K (gemm_params.h) fills the GPU when
-// N / 16 CTAs cannot.
+// N / 16 CTAs cannot. While it stages x it can apply the op before the GEMM — RMSNorm
+// or the SiLU gate (GemvPrologue) — so that op needs no kernel of its own.
 #pragma once
 
 #include <cuda_runtime.h>

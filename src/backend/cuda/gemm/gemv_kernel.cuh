@@ -17,11 +17,82 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ops/norm_gate_math.cuh"
 #include "backend/gemm_configs.h"
 
 namespace fdpp::cuda::gemm {
 
 constexpr int kGemvThreads = GemvConfig::kWarps * 32;
+
+// Stages this split's slice of x into xs as (kM, chunks) 16-byte chunks: chunk c of
+// row m holds elements k0 + 8c .. k0 + 8c + 7 of
+//  * kNone: x;
+//  * kSiluMul: T(silu(gate)) · up, rounded to T (ops/norm_gate_math.cuh), the x the
+//    separate op would have written;
+//  * kRmsNorm: T(x · norm_weight), with the row's 1/rms left out: it is a per-row
+//    constant, applied to the finished dot product (store_tile's row_scale) rather
+//    than to every element, so no CTA waits on a row reduction before its main loop.
+// Every thread of the CTA calls it; xs is complete after the caller's barrier.
+// ss[m] receives this thread's share of row m's sum of squares (kRmsNorm only).
+template <class T, int kM>
+__device__ __forceinline__ void stage_x(const GemmParams& p, int k0, int chunks, uint4* xs,
+                                        float (&ss)[kM]) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const uint4* xg = static_cast<const uint4*>(p.x);
+  const int c0 = k0 / 8;         // the slice's first chunk within a row of x
+  const int k_chunks = p.k / 8;  // chunks per row of the GEMM's x
+  switch (p.prologue) {
+    case GemvPrologue::kNone:
+#pragma unroll 4
+      for (int i = tid; i < kM * chunks; i += kGemvThreads) {
+        const int m = i / chunks;
+        xs[i] = __ldg(xg + static_cast<int64_t>(m) * k_chunks + c0 + (i - m * chunks));
+      }
+      return;
+    case GemvPrologue::kSiluMul:  // x is (m, 2k): gate, then up
+#pragma unroll 4
+      for (int i = tid; i < kM * chunks; i += kGemvThreads) {
+        const int m = i / chunks, c = c0 + (i - m * chunks);
+        const uint4* row = xg + static_cast<int64_t>(m) * 2 * k_chunks;
+        float g[8], u[8];
+        unpack8<T>(__ldg(row + c), g);
+        unpack8<T>(__ldg(row + k_chunks + c), u);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) g[e] = silu_gated<T>(g[e], u[e]);
+        xs[i] = pack8<T>(g);
+      }
+      return;
+    case GemvPrologue::kRmsNorm: {
+      // The whole row, not only this split's slice, in the same thread order in every
+      // CTA: each computes the same sum bit for bit, so the split-K result does not
+      // depend on which CTA finishes it. With one split the slice is the row.
+      const uint4* wg = static_cast<const uint4*>(p.norm_weight);
+#pragma unroll
+      for (int m = 0; m < kM; ++m) {
+        const uint4* row = xg + static_cast<int64_t>(m) * k_chunks;
+        // Unrolled with unconditional loads, so a thread's loads are all in flight
+        // together: the main loop waits on this staging.
+#pragma unroll 4
+        for (int c = tid; c < k_chunks; c += kGemvThreads) {
+          const bool mine = c >= c0 && c < c0 + chunks;
+          const uint4 xv = __ldg(row + c);
+          const uint4 gv = __ldg(wg + c);
+          float f[8], g[8];
+          unpack8<T>(xv, f);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) ss[m] = fmaf(f[e], f[e], ss[m]);
+          if (mine) {
+            unpack8<T>(gv, g);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) f[e] *= g[e];
+            xs[m * chunks + (c - c0)] = pack8<T>(f);
+          }
+        }
+      }
+      return;
+    }
+  }
+}
 
 template <class T, int kM>
 __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams p) {
@@ -68,15 +139,10 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
   load_round(0);
   pdl_wait();
   pdl_launch_dependents();
-  {
-    const uint4* xg = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + k0);
-    const int row_chunks = p.k / 8;  // x's row stride in chunks
-#pragma unroll 4
-    for (int i = static_cast<int>(threadIdx.x); i < kM * chunks; i += kGemvThreads) {
-      const int m = i / chunks;
-      xs[i] = __ldg(xg + static_cast<int64_t>(m) * row_chunks + (i - m * chunks));
-    }
-  }
+  float ss[kM];  // kRmsNorm: this thread's share of each row's sum of squares
+#pragma unroll
+  for (int m = 0; m < kM; ++m) ss[m] = 0.f;
+  stage_x<T, kM>(p, k0, chunks, xs, ss);
   __syncthreads();
 
   float acc[kR][kM];
@@ -114,8 +180,28 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
       const float v = warp_sum(acc[r][m]);
       if (lane == 0) red[m * kRows + warp * kR + r] = v;
     }
+  if (p.prologue != GemvPrologue::kRmsNorm) {
+    __syncthreads();
+    store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split);
+    return;
+  }
+  // RMSNorm: y = (1/rms) · Σ_k W·T(x·weight); the row sums meet here, after the stream.
+  __shared__ float warp_ss[GemvConfig::kWarps][kM];
+  __shared__ float inv_rms[kM];
+#pragma unroll
+  for (int m = 0; m < kM; ++m) {
+    const float v = warp_sum(ss[m]);
+    if (lane == 0) warp_ss[warp][m] = v;
+  }
   __syncthreads();
-  store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split);
+  if (threadIdx.x < kM) {
+    float t = 0.f;
+#pragma unroll
+    for (int w = 0; w < GemvConfig::kWarps; ++w) t += warp_ss[w][threadIdx.x];
+    inv_rms[threadIdx.x] = rms_inverse(t, p.k, p.norm_eps);
+  }
+  __syncthreads();
+  store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split, inv_rms);
 }
 
 }  // namespace fdpp::cuda::gemm

@@ -11,6 +11,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ops/norm_gate_math.cuh"
 #include "backend/cuda/ops/ops.h"
 #include "backend/cuda/ops/row_norm.cuh"
 
@@ -41,14 +42,14 @@ __global__ void __launch_bounds__(row_norm::threads_per_cta(kWarpPerRow))
     for (int e = 0; e < kVec; ++e) ss = fmaf(f[e], f[e], ss);
   }
   ss = row_norm::row_sum<kWarpPerRow>(ss);
-  const float r = rsqrtf(ss / static_cast<float>(p.hidden) + p.eps);
+  const float r = rms_inverse(ss, p.hidden, p.eps);
 
   for (int i = lane; i < n_vec; i += stride) {
     float f[kVec], g[kVec];
     load_vec<T, kVec>(x + i * kVec, f);
     load_vec<T, kVec>(w + i * kVec, g);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) f[e] = g[e] * round_through<T>(f[e] * r);
+    for (int e = 0; e < kVec; ++e) f[e] = rms_scaled<T>(f[e], r, g[e]);
     store_vec<T, kVec>(out + i * kVec, f);
   }
 }

@@ -11,6 +11,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ops/norm_gate_math.cuh"
 #include "backend/cuda/ops/ops.h"
 
 namespace fdpp::cuda {
@@ -34,11 +35,7 @@ __global__ void __launch_bounds__(kThreads) silu_mul_kernel(const SiluMulParams 
     load_vec<T, kVec>(gate, g);
     load_vec<T, kVec>(up, u);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      // g / (1 + e^-g): for g < -88 e^-g is inf and the quotient -0, the right limit.
-      const float s = g[e] / (1.f + expf(-g[e]));
-      g[e] = round_through<T>(s) * u[e];
-    }
+    for (int e = 0; e < kVec; ++e) g[e] = silu_gated<T>(g[e], u[e]);
     store_vec<T, kVec>(static_cast<T*>(p.out) + m * p.ffn + f, g);
   }
 }
