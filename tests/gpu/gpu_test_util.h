@@ -25,6 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gemm/gemm_dispatch.h"
 #include "core/dtype.h"
 #include "core/half.h"
 #include "core/tensor.h"
@@ -327,6 +328,25 @@ inline ::testing::AssertionResult close_by_flash_rule(const std::vector<float>& 
 }
 
 // ---- fixtures -------------------------------------------------------------------
+
+// A test over f16 and bf16 on a CUDA backend whose activations are the parameter's dtype
+// (its GEMM policy is reset to auto after each test). Instantiate as below.
+class CudaBackendTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    FDPP_REQUIRE_GPU();
+    cuda::CudaBackendOptions o;
+    o.activation_dtype = GetParam();
+    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
+  }
+  void TearDown() override {
+    if (gpu_) gpu_->gemm_dispatcher().set_policy(GemmPolicy::kAuto);
+  }
+  DType dt() const { return GetParam(); }
+  cuda::GemmDispatcher& dispatcher() { return gpu_->gemm_dispatcher(); }
+
+  std::unique_ptr<cuda::CudaBackend> gpu_;
+};
 
 // An op test over f16 and bf16: the CPU reference backend and a CUDA backend whose
 // activations are the parameter's dtype. Instantiate with

@@ -25,22 +25,7 @@ namespace {
 using test::DeviceTensor;
 using Kind = LinearPrologue::Kind;
 
-class FusedLinear : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  void TearDown() override {
-    if (gpu_) gpu_->gemm_dispatcher().set_policy(GemmPolicy::kAuto);
-  }
-  DType dt() const { return GetParam(); }
-  cuda::GemmDispatcher& dispatcher() { return gpu_->gemm_dispatcher(); }
-
-  std::unique_ptr<cuda::CudaBackend> gpu_;
-};
+using FusedLinear = test::CudaBackendTest;
 INSTANTIATE_TEST_SUITE_P(Dtypes, FusedLinear, ::testing::Values(DType::kF16, DType::kBF16),
                          test::dtype_param_name);
 

@@ -27,19 +27,7 @@ namespace {
 
 using test::DeviceTensor;
 
-class Gemm : public ::testing::TestWithParam<DType> {
- protected:
-  void SetUp() override {
-    FDPP_REQUIRE_GPU();
-    cuda::CudaBackendOptions o;
-    o.activation_dtype = GetParam();
-    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_, cuda::make_cuda_backend(o));
-  }
-  DType dt() const { return GetParam(); }
-  cuda::GemmDispatcher& dispatcher() { return gpu_->gemm_dispatcher(); }
-
-  std::unique_ptr<cuda::CudaBackend> gpu_;
-};
+using Gemm = test::CudaBackendTest;
 
 std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) {
   return dtype_name(info.param);
