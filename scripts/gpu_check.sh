@@ -8,7 +8,7 @@
 #   family baselines
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
-#   FUSE_ARGS /
+#   FUSE_ARGS / FUSE_REPS /
 #   FAMILY_COMPARE_ARGS (e.g. --noise-floor: transformers' own fp16 error beside fdpp's)
 #   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
 #   models, default "opt-6.7b chatglm2-6b llama-2-13b").
@@ -174,13 +174,17 @@ for stage in "${stages[@]}"; do
       done
       ;;
     fuse)
-      # RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse) on and off, one engine each.
-      for f in on off; do
-        # shellcheck disable=SC2086
-        "$FDPP" bench -m "$MODELS_TMP/$MODEL" --fuse "$f" ${FUSE_ARGS:--b 1,8 -p 1024,8192 -n 64 -r 2} \
-          >"$WORK/fuse_${MODEL}_$f.md" 2>"$WORK/fuse_${MODEL}_$f.err"
-        note "fuse $MODEL fuse=$f: exit $? ($(stage_time $t0))"
-        grep -E '^\| *[0-9]' "$WORK/fuse_${MODEL}_$f.md" >>"$summary"
+      # RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse) on and off, engines started
+      # alternately FUSE_REPS times: engines started minutes apart differ by about ±2%, more
+      # than the effect, so only interleaved runs resolve it.
+      for rep in $(seq "${FUSE_REPS:-3}"); do
+        for f in on off; do
+          # shellcheck disable=SC2086
+          "$FDPP" bench -m "$MODELS_TMP/$MODEL" --fuse "$f" ${FUSE_ARGS:--b 1 -p 1024,8192 -n 128 -r 3} \
+            >"$WORK/fuse_${MODEL}_${f}_$rep.md" 2>"$WORK/fuse_${MODEL}_${f}_$rep.err"
+          note "fuse $MODEL fuse=$f run $rep: exit $? ($(stage_time $t0))"
+          grep -E '^\| *[0-9]' "$WORK/fuse_${MODEL}_${f}_$rep.md" >>"$summary"
+        done
       done
       ;;
     ablation)
