@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/backend.h"
-#include "backend/tensor_overlap.h"
+#include "backend/arg_checks.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
 

@@ -14,8 +14,7 @@ Status layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, floa
   constexpr const char* op = "layernorm";
   FDPP_RETURN_IF_ERROR(check_kind(op, "x", x, DType::kF32, 2));
   const int64_t T = x.size(0), H = x.size(1);
-  if (!(eps >= 0.0f) || std::isinf(eps))  // also refuses NaN
-    return InvalidArgument(fmt::format("layernorm: eps {} must be finite and >= 0", eps));
+  FDPP_RETURN_IF_ERROR(check_norm_eps(op, eps));
   FDPP_RETURN_IF_ERROR(check_tensor(op, "weight", weight, DType::kF32, Shape{H}));
   FDPP_RETURN_IF_ERROR(check_tensor(op, "bias", bias, DType::kF32, Shape{H}));
   FDPP_RETURN_IF_ERROR(check_tensor(op, "out", out, DType::kF32, Shape{T, H}));

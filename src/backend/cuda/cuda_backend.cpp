@@ -319,8 +319,7 @@ Status CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, co
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_RETURN_IF_ERROR(checks::rank(op, "x", x, 2));
   const int64_t T = x.size(0), H = x.size(1);
-  if (!(eps >= 0.0f) || std::isinf(eps))
-    return InvalidArgument(fmt::format("rmsnorm: eps {} must be finite and >= 0", eps));
+  FDPP_RETURN_IF_ERROR(check_norm_eps(op, eps));
   if (H > 0x7fffffff) return OutOfRange(fmt::format("rmsnorm: hidden size {} too large", H));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{T, H}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "weight", weight, dtype_, Shape{H}));
@@ -393,8 +392,7 @@ Status CudaBackend::fused_linear(const Tensor& x, const LinearPrologue& pro, con
   FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "y", y));
   if (!gated) {
     FDPP_RETURN_IF_ERROR(checks::tensor(op, "norm_weight", pro.norm_weight, dtype_, Shape{a.k}));
-    if (!(pro.eps >= 0.0f) || std::isinf(pro.eps))
-      return InvalidArgument(fmt::format("{}: eps {} must be finite and >= 0", op, pro.eps));
+    FDPP_RETURN_IF_ERROR(check_norm_eps(op, pro.eps));
   }
   const bool weight_aligned = reinterpret_cast<uintptr_t>(pro.norm_weight.data) % 16 == 0;
   if (!fuse_prologues_ || !gemm_dispatch_->fuses_prologue(a) || (!gated && !weight_aligned))

@@ -17,8 +17,7 @@ Status CudaBackend::layernorm(const Tensor& x, const Tensor& weight, const Tenso
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_RETURN_IF_ERROR(checks::rank(op, "x", x, 2));
   const int64_t T = x.size(0), H = x.size(1);
-  if (!(eps >= 0.0f) || std::isinf(eps))
-    return InvalidArgument(fmt::format("layernorm: eps {} must be finite and >= 0", eps));
+  FDPP_RETURN_IF_ERROR(check_norm_eps(op, eps));
   if (H > 0x7fffffff) return OutOfRange(fmt::format("layernorm: hidden size {} too large", H));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "x", x, dtype_, Shape{T, H}));
   FDPP_RETURN_IF_ERROR(checks::tensor(op, "weight", weight, dtype_, Shape{H}));

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/ops/ops.h"
-#include "backend/tensor_overlap.h"
+#include "backend/arg_checks.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
 

@@ -1,5 +1,7 @@
-// The aliasing check both backends run on op arguments. Host code only (uses fmt).
+// The argument checks both backends run on their ops. Host code only (uses fmt).
 #pragma once
+
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -19,6 +21,13 @@ inline Status check_no_overlap(const char* op, const char* out_name, const Tenso
   if (o < i + in.nbytes() && i < o + out.nbytes())
     return InvalidArgument(fmt::format("{}: {} ({}) overlaps {} ({})", op, out_name, out.describe(),
                                        in_name, in.describe()));
+  return Status::Ok();
+}
+
+// A normalisation's eps (RMSNorm, LayerNorm): finite and >= 0; NaN is refused too.
+inline Status check_norm_eps(const char* op, float eps) {
+  if (!(eps >= 0.0f) || std::isinf(eps))
+    return InvalidArgument(fmt::format("{}: eps {} must be finite and >= 0", op, eps));
   return Status::Ok();
 }
 
