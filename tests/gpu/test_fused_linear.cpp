@@ -140,7 +140,7 @@ TEST_P(FusedLinear, MatchesTheSeparateOps) {
         a.n = s.n;
         a.k = s.k;
         a.dtype = dt();
-        const bool gemv = dispatcher().fuses_prologue(a);
+        const bool gemv = dispatcher().plan(a).choice.impl == GemmImpl::kGemv;
         if (policy == GemmPolicy::kGemv) {
           EXPECT_EQ(gemv, s.m <= GemvConfig::kMaxM);
         } else if (policy != GemmPolicy::kAuto) {

@@ -394,13 +394,15 @@ Status CudaBackend::fused_linear(const Tensor& x, const LinearPrologue& pro, con
     FDPP_RETURN_IF_ERROR(checks::tensor(op, "norm_weight", pro.norm_weight, dtype_, Shape{a.k}));
     FDPP_RETURN_IF_ERROR(check_norm_eps(op, pro.eps));
   }
+  // Only ImplA applies a prologue; the plan is made once and executed as made.
+  const GemmPlan plan = gemm_dispatch_->plan(a);
   const bool weight_aligned = reinterpret_cast<uintptr_t>(pro.norm_weight.data) % 16 == 0;
-  if (!fuse_prologues_ || !gemm_dispatch_->fuses_prologue(a) || (!gated && !weight_aligned))
+  if (!fuse_prologues_ || plan.choice.impl != GemmImpl::kGemv || (!gated && !weight_aligned))
     return Backend::fused_linear(x, pro, w, y, ep);
   a.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
   a.norm_weight = gated ? nullptr : pro.norm_weight.data;
   a.norm_eps = pro.eps;
-  return gemm_dispatch_->run(a, kernel_stream());
+  return gemm_dispatch_->execute(plan, a, kernel_stream());
 }
 
 Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer) const {

@@ -90,10 +90,6 @@ GemmPlan GemmDispatcher::plan(const GemmArgs& a) const {
   return plan_gemm(problem(a), policy_, table_.get(), traits_);
 }
 
-bool GemmDispatcher::fuses_prologue(const GemmArgs& a) const {
-  return plan(a).choice.impl == GemmImpl::kGemv;
-}
-
 Status GemmDispatcher::run(const GemmArgs& a, KernelStream stream) {
   const GemmPlan p = plan(a);
   if (p.fallback != nullptr &&

@@ -42,7 +42,7 @@ struct GemmArgs {
   DType dtype = DType::kF16;
   bool accumulate = false;
   // Applied to x as ImplA loads it (gemm_params.h); only a plan that runs ImplA takes
-  // one (fuses_prologue()). x is (m, 2k) for kSiluMul.
+  // one. x is (m, 2k) for kSiluMul.
   GemvPrologue prologue = GemvPrologue::kNone;
   const void* norm_weight = nullptr;  // kRmsNorm: (k)
   float norm_eps = 0.f;
@@ -71,9 +71,6 @@ class GemmDispatcher {
   static GemmProblem problem(const GemmArgs& a);
   // What run() will execute for `a` under the current policy and table.
   GemmPlan plan(const GemmArgs& a) const;
-
-  // Whether run() would execute `a` with ImplA, the one kernel that fuses a prologue.
-  bool fuses_prologue(const GemmArgs& a) const;
 
   // Plans and runs one call. A forced policy that cannot run the shape falls
   // back to cuBLASLt, and says so once per shape in a debug log.
