@@ -56,12 +56,8 @@ __global__ void __launch_bounds__(row_norm::threads_per_cta(kWarpPerRow))
 
 template <class T, int kVec>
 Status launch(const RmsNormParams& p, KernelStream stream) {
-  FDPP_ASSIGN_OR_RETURN(const row_norm::Launch l,
-                        row_norm::launch_shape("rmsnorm", p.rows, p.hidden, kVec));
-  const auto kernel =
-      l.warp_per_row ? rmsnorm_kernel<T, kVec, true> : rmsnorm_kernel<T, kVec, false>;
-  FDPP_KERNEL_CHECK(launch_kernel(kernel, l.blocks, l.threads, 0, stream, p));
-  return Status::Ok();
+  return row_norm::launch_rows("rmsnorm", rmsnorm_kernel<T, kVec, true>,
+                               rmsnorm_kernel<T, kVec, false>, kVec, p, stream);
 }
 
 template <class T>

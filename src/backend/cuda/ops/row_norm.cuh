@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "fdpp/status.h"
 
@@ -64,6 +66,17 @@ inline Result<Launch> launch_shape(const char* op, int64_t rows, int hidden, int
   l.threads = l.warp_per_row ? threads_per_cta(true)
                              : (n_vec >= kRowThreads ? kRowThreads : (n_vec + 31) / 32 * 32);
   return l;
+}
+
+// Launches a row op for p.rows rows of p.hidden elements loaded `vec` at a time: the
+// warp-per-row instantiation for narrow rows, the CTA-per-row one for wide ones.
+template <class Params>
+Status launch_rows(const char* op, void (*warp_per_row)(Params), void (*cta_per_row)(Params),
+                   int vec, const Params& p, KernelStream stream) {
+  FDPP_ASSIGN_OR_RETURN(const Launch l, launch_shape(op, p.rows, p.hidden, vec));
+  FDPP_KERNEL_CHECK(launch_kernel(l.warp_per_row ? warp_per_row : cta_per_row, l.blocks,
+                                  l.threads, 0, stream, p));
+  return Status::Ok();
 }
 
 }  // namespace fdpp::cuda::row_norm
