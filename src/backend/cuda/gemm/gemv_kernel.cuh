@@ -94,8 +94,12 @@ __device__ __forceinline__ void stage_x(const GemmParams& p, int k0, int chunks,
   }
 }
 
+// Four CTAs per SM: the kernel fits 128 registers without spilling (ptxas, sm_90), so 16
+// warps per SM each keep kR × kU loads in flight (128 KB per SM at M <= 4). Against three
+// CTAs per SM (134 registers) it ran Llama-2-7B decode at batch 1 2.5% faster (H200,
+// 2026-11-30, with the rolling refill below).
 template <class T, int kM>
-__global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams p) {
+__global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemmParams p) {
   constexpr int kR = GemvConfig::kRowsPerWarp;
   constexpr int kU = GemvConfig::chunks_per_lane(kM);
   constexpr int kRows = GemvConfig::kRowsPerCta;
@@ -120,23 +124,21 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
     wrow[r] = reinterpret_cast<const uint4*>(static_cast<const T*>(p.w) +
                                              static_cast<int64_t>(row_ok[r] ? n : 0) * p.k + k0);
   }
-  uint4 wv[kR][kU];  // one round: kR × kU independent 16-byte loads in flight
-  auto load_round = [&](int c0) {
+  uint4 wv[kR][kU];  // kR × kU independent 16-byte loads in flight
+  // Slot u of every row gets chunk c (zero past the split's end).
+  auto load_slot = [&](int u, int c) {
 #pragma unroll
     for (int r = 0; r < kR; ++r)
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int c = c0 + u * 32 + lane;
-        // ld.global.cs: W is read exactly once, so it is streamed (evict-first)
-        // and does not push x, y and the split-K partials out of L2.
-        wv[r][u] = row_ok[r] && c < chunks ? __ldcs(wrow[r] + c) : make_uint4(0, 0, 0, 0);
-      }
+      // ld.global.cs: W is read exactly once, so it is streamed (evict-first)
+      // and does not push x, y and the split-K partials out of L2.
+      wv[r][u] = row_ok[r] && c < chunks ? __ldcs(wrow[r] + c) : make_uint4(0, 0, 0, 0);
   };
 
   // The first round is issued before x is staged, so the two latencies overlap.
   // Under PDL (launch.h) it is also issued before the previous kernel has
   // finished: W is never written, so its stream starts during that kernel's tail.
-  load_round(0);
+#pragma unroll
+  for (int u = 0; u < kU; ++u) load_slot(u, u * 32 + lane);
   pdl_wait();
   pdl_launch_dependents();
   float ss[kM];  // kRmsNorm: this thread's share of each row's sum of squares
@@ -151,25 +153,30 @@ __global__ void __launch_bounds__(kGemvThreads, 3) gemv_kernel(const GemmParams 
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[r][m] = 0.f;
 
+  // Rolling refill: as soon as slot u of every row is consumed it is reloaded with the
+  // next round's chunk, so a warp keeps ~kR × kU loads in flight through the whole
+  // stream instead of draining to none at the end of each round and waiting a full
+  // memory latency for the next (same registers, no extra ones).
   for (int c0 = 0; c0 < chunks; c0 += 32 * kU) {
-    if (c0 > 0) load_round(c0);
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int c = c0 + u * 32 + lane;
-      if (c >= chunks) break;  // the lanes' chunks only grow with u
-      // Lanes read consecutive 16-byte chunks of a row of xs: conflict-free.
+      if (c < chunks) {
+        // Lanes read consecutive 16-byte chunks of a row of xs: conflict-free.
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        float xf[8];
-        unpack8<T>(xs[m * chunks + c], xf);
+        for (int m = 0; m < kM; ++m) {
+          float xf[8];
+          unpack8<T>(xs[m * chunks + c], xf);
 #pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          float wf[8];
-          unpack8<T>(wv[r][u], wf);
+          for (int r = 0; r < kR; ++r) {
+            float wf[8];
+            unpack8<T>(wv[r][u], wf);
 #pragma unroll
-          for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[e], xf[e], acc[r][m]);
+            for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[e], xf[e], acc[r][m]);
+          }
         }
       }
+      load_slot(u, c + 32 * kU);
     }
   }
 
