@@ -10,6 +10,8 @@
 // (GEMV) and M above it (unfused), accumulate + bias, and forced split-K.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -221,6 +223,176 @@ TEST_P(FusedLinear, BadArgumentsAreRefusedOnEveryPath) {
     EXPECT_EQ(gpu_->fused_linear(p.x.t, LinearPrologue::silu_mul(p.scratch.t), p.w.t, y.t, {})
                   .code(),
               StatusCode::kInvalidArgument);
+  }
+}
+
+
+// ---- the RoPE epilogue ------------------------------------------------------------
+// fused_linear with ep.rope: under the GEMV the kernel rotates q and k and appends k, v to
+// the cache as it stores (gemv_kernel.cuh: rope_append_tile), with each CTA owning whole
+// pairs. It must write what the GEMV's y followed by rope_and_append_kv writes: q_out and
+// the cache layer, untouched cache positions included, within one rounding of the rotation
+// (the same formula in two kernels; nvcc may contract it into FMAs differently).
+
+struct RopeCase {
+  int n_heads, n_kv, head_dim, rotary_dim;
+  bool interleaved;
+  const char* what;
+};
+
+// Element-wise: equal (NaN, the poison of untouched cache rows, equals NaN) or within one
+// unit of the dtype's rounding of the reference.
+::testing::AssertionResult same_within_rounding(const std::vector<float>& got,
+                                                const std::vector<float>& ref, DType dt,
+                                                const char* what) {
+  if (got.size() != ref.size()) return ::testing::AssertionFailure() << what << ": sizes differ";
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) && std::isnan(ref[i])) continue;
+    const double tol = test::dtype_epsilon(dt) * std::max(1e-3, std::fabs(double(ref[i])));
+    if (!(std::fabs(double(got[i]) - ref[i]) <= tol))
+      return ::testing::AssertionFailure() << what << "[" << i << "] = " << got[i]
+                                           << ", separately " << ref[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(FusedLinear, RopeEpilogueWritesWhatTheSeparateOpWrites) {
+  const std::vector<RopeCase> cases = {
+      {4, 2, 128, 128, false, "llama GQA"},
+      {3, 3, 64, 64, false, "MHA d64"},
+      {8, 4, 8, 8, false, "d8: one CTA spans heads"},
+      {4, 2, 128, 64, true, "chatglm: interleaved, half rotary"},
+      {2, 1, 16, 8, false, "partial rotate-half"},
+      {3, 1, 32, 0, false, "no rotary: append only"},
+  };
+  uint32_t seed = 1300;
+  int fused_calls = 0, split_calls = 0;
+  for (const RopeCase& c : cases) {
+    for (int64_t m : {1, 2, 5}) {
+      for (int64_t k : {264, 4104}) {
+        for (bool norm : {true, false}) {
+          SCOPED_TRACE(::testing::Message() << c.what << " M " << m << " K " << k
+                                            << (norm ? " rmsnorm" : " no prologue"));
+          const int64_t n = int64_t{c.n_heads + 2 * c.n_kv} * c.head_dim;
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(
+              Problem p, make_problem(*gpu_, Kind::kRmsNorm, m, n, k, seed += 10, dt()));
+          KVCacheLayout layout;
+          layout.n_layers = 2;
+          layout.n_slots = 6;
+          layout.n_kv_heads = c.n_kv;
+          layout.capacity = 4100;  // positions up to 4099: large angles
+          layout.head_dim = c.head_dim;
+          std::vector<int32_t> pos(m), slots(m);
+          for (int64_t t = 0; t < m; ++t) {
+            slots[t] = static_cast<int32_t>((t * 5 + 1) % layout.n_slots);
+            pos[t] = static_cast<int32_t>((t * 1361 + 4099) % layout.capacity);
+          }
+          std::vector<float> inv_freq(std::max(1, c.rotary_dim / 2));
+          for (size_t i = 0; i < inv_freq.size(); ++i)
+            inv_freq[i] = 1.f / std::pow(10000.f, 2.f * i / std::max(1, c.rotary_dim));
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_pos, test::upload_i32(*gpu_, pos, {m}));
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_slots, test::upload_i32(*gpu_, slots, {m}));
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(
+              DeviceTensor d_freq,
+              test::upload(*gpu_, inv_freq, DType::kF32, {static_cast<int64_t>(inv_freq.size())}));
+
+          // Both runs: a poisoned cache and q, then fused_linear with or without the epilogue.
+          const int layer = 1;
+          struct Outputs {
+            std::vector<float> q, k, v;
+          };
+          auto run = [&](bool fused) -> Result<Outputs> {
+            FDPP_ASSIGN_OR_RETURN(KVCache cache, gpu_->alloc_kv_cache(layout));
+            FDPP_RETURN_IF_ERROR(gpu_->fill_bytes(cache.k_layer(layer), 0xFF));
+            FDPP_RETURN_IF_ERROR(gpu_->fill_bytes(cache.v_layer(layer), 0xFF));
+            FDPP_ASSIGN_OR_RETURN(DeviceTensor q,
+                                  test::alloc_poisoned(*gpu_, dt(), {m, c.n_heads, c.head_dim}));
+            FDPP_ASSIGN_OR_RETURN(DeviceTensor y, test::alloc_poisoned(*gpu_, dt(), {m, n}));
+            RopeAppendArgs a;
+            a.qkv = y.t;
+            a.positions = d_pos.t;
+            a.slots = d_slots.t;
+            a.inv_freq = c.rotary_dim > 0 ? d_freq.t : Tensor();
+            a.rotary_dim = c.rotary_dim;
+            a.interleaved = c.interleaved;
+            a.cache = &cache;
+            a.layer = layer;
+            a.q_out = q.t;
+            const LinearPrologue pro = norm ? prologue_of(p) : LinearPrologue{};
+            if (fused) {
+              FDPP_RETURN_IF_ERROR(
+                  gpu_->fused_linear(p.x.t, pro, p.w.t, y.t, {.bias = p.bias.t, .rope = &a}));
+            } else {
+              FDPP_RETURN_IF_ERROR(gpu_->fused_linear(p.x.t, pro, p.w.t, y.t, {.bias = p.bias.t}));
+              FDPP_RETURN_IF_ERROR(gpu_->rope_and_append_kv(a));
+            }
+            Outputs o;
+            FDPP_ASSIGN_OR_RETURN(o.q, test::download(*gpu_, q.t));
+            FDPP_ASSIGN_OR_RETURN(o.k, test::download(*gpu_, cache.k_layer(layer)));
+            FDPP_ASSIGN_OR_RETURN(o.v, test::download(*gpu_, cache.v_layer(layer)));
+            return o;
+          };
+          dispatcher().set_policy(GemmPolicy::kGemv);
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(Outputs fused, run(true));
+          FDPP_GPU_ASSERT_OK_AND_ASSIGN(Outputs separate, run(false));
+          EXPECT_TRUE(test::all_finite(fused.q, "q"));
+          EXPECT_TRUE(same_within_rounding(fused.q, separate.q, dt(), "q"));
+          EXPECT_TRUE(same_within_rounding(fused.k, separate.k, dt(), "k cache"));
+          EXPECT_TRUE(same_within_rounding(fused.v, separate.v, dt(), "v cache"));
+
+          cuda::GemmArgs a;
+          a.x = p.x.t.data;
+          a.w = p.w.t.data;
+          a.y = p.y0.t.data;
+          a.m = m;
+          a.n = n;
+          a.k = k;
+          a.dtype = dt();
+          const ImplChoice choice = dispatcher().plan(a).choice;
+          fused_calls += choice.impl == GemmImpl::kGemv;
+          split_calls += choice.impl == GemmImpl::kGemv && choice.splits > 1;
+        }
+      }
+    }
+  }
+  dispatcher().set_policy(GemmPolicy::kAuto);
+  EXPECT_EQ(fused_calls, 6 * 3 * 2 * 2);  // every call ran the GEMV with the epilogue
+  EXPECT_GE(split_calls, 4);               // and some of them split K
+}
+
+// The epilogue is refused where it makes no sense, on every path: linear() itself, y that
+// is not the epilogue's qkv, and an accumulating y.
+TEST_P(FusedLinear, RopeEpilogueBadArguments) {
+  const int64_t m = 1, n = (2 + 2 * 1) * 16, k = 64;
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(Problem p, make_problem(*gpu_, Kind::kRmsNorm, m, n, k, 77, dt()));
+  KVCacheLayout layout{1, 1, 1, 8, 16};
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(KVCache cache, gpu_->alloc_kv_cache(layout));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_pos, test::upload_i32(*gpu_, {3}, {1}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_slots, test::upload_i32(*gpu_, {0}, {1}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor d_freq,
+                                test::upload(*gpu_, std::vector<float>(8, 0.5f), DType::kF32, {8}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor q, test::alloc_poisoned(*gpu_, dt(), {m, 2, 16}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor y, test::alloc_poisoned(*gpu_, dt(), {m, n}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor other, test::alloc_poisoned(*gpu_, dt(), {m, n}));
+  RopeAppendArgs a;
+  a.qkv = y.t;
+  a.positions = d_pos.t;
+  a.slots = d_slots.t;
+  a.inv_freq = d_freq.t;
+  a.rotary_dim = 16;
+  a.cache = &cache;
+  a.q_out = q.t;
+  for (GemmPolicy policy : {GemmPolicy::kGemv, GemmPolicy::kCublas}) {
+    SCOPED_TRACE(gemm_policy_name(policy));
+    dispatcher().set_policy(policy);
+    EXPECT_EQ(gpu_->linear(p.x.t, p.w.t, y.t, {.rope = &a}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(gpu_->fused_linear(p.x.t, prologue_of(p), p.w.t, other.t, {.rope = &a}).code(),
+              StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        gpu_->fused_linear(p.x.t, prologue_of(p), p.w.t, y.t, {.accumulate = true, .rope = &a})
+            .code(),
+        StatusCode::kInvalidArgument);
+    EXPECT_TRUE(gpu_->fused_linear(p.x.t, prologue_of(p), p.w.t, y.t, {.rope = &a}).ok());
   }
 }
 
