@@ -67,24 +67,16 @@ Result<KVCache> Backend::alloc_kv_cache(const KVCacheLayout& layout) {
 
 Status Backend::fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
                              const Tensor& y, const LinearEpilogue& ep) {
-  LinearEpilogue plain = ep;
-  plain.rope = nullptr;
-  if (ep.rope != nullptr && (ep.rope->qkv.data != y.data || ep.rope->qkv.shape != y.shape))
-    return InvalidArgument(fmt::format("fused_linear: the RoPE epilogue's qkv {} is not y {}",
-                                       ep.rope->qkv.describe(), y.describe()));
   switch (pro.kind) {
-    case LinearPrologue::Kind::kNone: FDPP_RETURN_IF_ERROR(linear(x, w, y, plain)); break;
+    case LinearPrologue::Kind::kNone: return linear(x, w, y, ep);
     case LinearPrologue::Kind::kRmsNorm:
       FDPP_RETURN_IF_ERROR(rmsnorm(x, pro.norm_weight, pro.eps, pro.scratch));
-      FDPP_RETURN_IF_ERROR(linear(pro.scratch, w, y, plain));
-      break;
+      return linear(pro.scratch, w, y, ep);
     case LinearPrologue::Kind::kSiluMul:
       FDPP_RETURN_IF_ERROR(silu_mul(x, pro.scratch));
-      FDPP_RETURN_IF_ERROR(linear(pro.scratch, w, y, plain));
-      break;
-    default: return InvalidArgument("fused_linear: unknown prologue");
+      return linear(pro.scratch, w, y, ep);
   }
-  return ep.rope != nullptr ? rope_and_append_kv(*ep.rope) : Status::Ok();
+  return InvalidArgument("fused_linear: unknown prologue");
 }
 
 }  // namespace fdpp

@@ -132,11 +132,6 @@ const char* activation_name(Activation a);
 struct LinearEpilogue {
   bool accumulate = false;  // y += x·wᵀ: the residual add
   Tensor bias;              // (N), added to every row; empty: no bias
-  // fused_linear only (linear() refuses it): y is the fused q | k | v projection, and
-  // rope_and_append_kv(*rope) follows with rope->qkv == y. A backend may apply it as the
-  // GEMM stores its output (the CUDA GEMV does) and then never writes y, so nothing may
-  // read y afterwards; the results are rope->q_out and the cache.
-  const RopeAppendArgs* rope = nullptr;
 };
 
 // What a GEMM does to its input first: y (+)= f(x)·wᵀ. A backend may apply f while
@@ -210,9 +205,8 @@ class Backend {
   // dispatcher can route it.
   virtual Status linear(const Tensor& x /* (M, K) */, const Tensor& w /* (N, K) */,
                         const Tensor& y /* (M, N) */, const LinearEpilogue& ep) = 0;
-  // linear(f(x)) with f the prologue, then ep.rope if set. This default runs f into
-  // pro.scratch, then linear(pro.scratch, ...), then rope_and_append_kv; a backend
-  // overrides it where its GEMM can apply f and the RoPE itself.
+  // linear(f(x)) with f the prologue. This default runs f into pro.scratch, then
+  // linear(pro.scratch, ...); a backend overrides it where its GEMM can apply f itself.
   virtual Status fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
                               const Tensor& y, const LinearEpilogue& ep);
   virtual Status rope_and_append_kv(const RopeAppendArgs& args) = 0;

@@ -21,13 +21,12 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   FDPP_RETURN_IF_ERROR(be.embed(ids_.rows(0, T), weights_.embed, x));
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = weights_.layers[l];
-    // The norms and the SiLU gate are prologues of the GEMM after them, RoPE + KV append
-    // the epilogue of the qkv GEMM: the CUDA GEMV applies them while it loads x and stores
-    // its output (decode); other paths run them as their own ops.
-    const RopeAppendArgs rope = rope_args(pass, l, qkv, q);
+    // The norms and the SiLU gate are prologues of the GEMM after them: the CUDA GEMV
+    // applies them while it loads x (decode), other paths run them into h / act first.
     FDPP_RETURN_IF_ERROR(be.fused_linear(x, LinearPrologue::rms_norm(L.attn_norm, eps, h), L.qkv,
-                                         qkv, {.bias = L.qkv_bias, .rope = &rope}));
-    FDPP_RETURN_IF_ERROR(attend(pass, l, q, attn));
+                                         qkv, {.bias = L.qkv_bias}));
+
+    FDPP_RETURN_IF_ERROR(rope_append_attend(pass, l, qkv, q, attn));
     FDPP_RETURN_IF_ERROR(be.linear(attn_flat, L.o, x, {.accumulate = true, .bias = L.o_bias}));
 
     FDPP_RETURN_IF_ERROR(be.fused_linear(x, LinearPrologue::rms_norm(L.ffn_norm, eps, h),

@@ -97,10 +97,6 @@ class Model {
   // (one token per sequence). q: (T, n_heads, head_dim) scratch; out likewise.
   Status rope_append_attend(const ForwardPass& pass, int layer, const Tensor& qkv, const Tensor& q,
                             const Tensor& out);
-  // The two halves of it: the RoPE + append arguments (for rope_and_append_kv, or for
-  // fused_linear's RoPE epilogue on the qkv GEMM), and the attention over the cache.
-  RopeAppendArgs rope_args(const ForwardPass& pass, int layer, const Tensor& qkv, const Tensor& q);
-  Status attend(const ForwardPass& pass, int layer, const Tensor& q, const Tensor& out);
 
   ModelConfig cfg_;
   Backend& backend_;

@@ -22,8 +22,8 @@ Status Model::check_pass(const ForwardPass& pass) const {
   return Status::Ok();
 }
 
-RopeAppendArgs Model::rope_args(const ForwardPass& pass, int layer, const Tensor& qkv,
-                                const Tensor& q) {
+Status Model::rope_append_attend(const ForwardPass& pass, int layer, const Tensor& qkv,
+                                 const Tensor& q, const Tensor& out) {
   const int T = pass.n_tokens;
   RopeAppendArgs rope;
   rope.qkv = qkv;                         // (T, qkv_dim)
@@ -35,17 +35,8 @@ RopeAppendArgs Model::rope_args(const ForwardPass& pass, int layer, const Tensor
   rope.cache = &cache_;
   rope.layer = layer;
   rope.q_out = q;                         // (T, n_heads, head_dim)
-  return rope;
-}
+  FDPP_RETURN_IF_ERROR(backend_.rope_and_append_kv(rope));
 
-Status Model::rope_append_attend(const ForwardPass& pass, int layer, const Tensor& qkv,
-                                 const Tensor& q, const Tensor& out) {
-  FDPP_RETURN_IF_ERROR(backend_.rope_and_append_kv(rope_args(pass, layer, qkv, q)));
-  return attend(pass, layer, q, out);
-}
-
-Status Model::attend(const ForwardPass& pass, int layer, const Tensor& q, const Tensor& out) {
-  const int T = pass.n_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
   if (pass.kind == ForwardPass::Kind::kPrefill) {
     AttentionPrefillArgs a;

@@ -754,31 +754,6 @@ TEST_F(CpuOps, FusedLinearIsTheOpThenTheGemm) {
                        StatusCode::kInvalidArgument, "silu_mul"));
 }
 
-// The RoPE epilogue on a backend that does not fuse it (the CPU): the GEMM into y, then
-// rope_and_append_kv on y, byte for byte; linear() refuses it, and y must be its qkv.
-TEST_F(CpuOps, FusedLinearRopeEpilogueIsTheGemmThenTheRope) {
-  const int n_heads = 2, n_kv = 1, D = 8, M = 2, K = 16, N = (n_heads + 2 * n_kv) * D;
-  const KVCacheLayout l{1, 2, n_kv, 8, D};
-  Host x = rand_f32({M, K}, 901), w = rand_f32({N, K}, 902), nw = rand_f32({K}, 903, 0.5f, 1.5f);
-  Host y = nan_f32({M, N}), y2 = nan_f32({M, N}), h = nan_f32({M, K});
-  Host q = nan_f32({M, n_heads, D}), q2 = nan_f32({M, n_heads, D});
-  Host pos = i32({5, 7}), slot = i32({1, 0}), inv = hf_inv_freq(D, 1e4);
-  KVCache fused = nan_cache(l), separate = nan_cache(l);
-  const LinearPrologue pro = LinearPrologue::rms_norm(nw.t, 1e-5f, h.t);
-  RopeAppendArgs a{y.t, pos.t, slot.t, inv.t, D, false, &fused, 0, q.t};
-  ASSERT_TRUE(be->fused_linear(x.t, pro, w.t, y.t, {.rope = &a}).ok());
-  RopeAppendArgs b{y2.t, pos.t, slot.t, inv.t, D, false, &separate, 0, q2.t};
-  ASSERT_TRUE(be->fused_linear(x.t, pro, w.t, y2.t, {}).ok());
-  ASSERT_TRUE(be->rope_and_append_kv(b).ok());
-  EXPECT_EQ(0, std::memcmp(q.f(), q2.f(), q.t.nbytes()));
-  EXPECT_EQ(0, std::memcmp(fused.k.data(), separate.k.data(), fused.k.bytes()));
-  EXPECT_EQ(0, std::memcmp(fused.v.data(), separate.v.data(), fused.v.bytes()));
-  EXPECT_TRUE(has_code(be->linear(x.t, w.t, y.t, {.rope = &a}), StatusCode::kInvalidArgument,
-                       "linear"));
-  EXPECT_TRUE(has_code(be->fused_linear(x.t, pro, w.t, y2.t, {.rope = &a}),
-                       StatusCode::kInvalidArgument, "qkv"));
-}
-
 // ---- argmax -------------------------------------------------------------------
 
 TEST_F(CpuOps, ArgmaxRandom) {

@@ -6,7 +6,6 @@ namespace fdpp::cpu {
 
 Status linear(const Tensor& x, const Tensor& w, const Tensor& y, const LinearEpilogue& ep) {
   constexpr const char* op = "linear";
-  if (ep.rope != nullptr) return InvalidArgument("linear: a RoPE epilogue needs fused_linear");
   FDPP_RETURN_IF_ERROR(check_kind(op, "x", x, DType::kF32, 2));
   FDPP_RETURN_IF_ERROR(check_kind(op, "w", w, DType::kF32, 2));
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);

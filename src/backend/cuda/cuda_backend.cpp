@@ -372,7 +372,6 @@ Result<GemmArgs> linear_args(const char* op, const Tensor& x, int64_t x_width, c
 
 Status CudaBackend::linear(const Tensor& x, const Tensor& w, const Tensor& y,
                            const LinearEpilogue& ep) {
-  if (ep.rope != nullptr) return InvalidArgument("linear: a RoPE epilogue needs fused_linear");
   FDPP_RETURN_IF_ERROR(activate());
   FDPP_ASSIGN_OR_RETURN(const GemmArgs a, linear_args("linear", x, 1, w, y, ep, dtype_));
   return gemm_dispatch_->run(a, kernel_stream());  // ImplA / ImplB / ImplC by policy and table
@@ -382,60 +381,27 @@ Status CudaBackend::fused_linear(const Tensor& x, const LinearPrologue& pro, con
                                  const Tensor& y, const LinearEpilogue& ep) {
   constexpr const char* op = "fused_linear";
   using Kind = LinearPrologue::Kind;
-  if (pro.kind == Kind::kNone && ep.rope == nullptr) return linear(x, w, y, ep);
+  if (pro.kind == Kind::kNone) return linear(x, w, y, ep);
   FDPP_RETURN_IF_ERROR(activate());
   const bool gated = pro.kind == Kind::kSiluMul;
-  LinearEpilogue plain = ep;
-  plain.rope = nullptr;
-  FDPP_ASSIGN_OR_RETURN(GemmArgs a, linear_args(op, x, gated ? 2 : 1, w, y, plain, dtype_));
+  FDPP_ASSIGN_OR_RETURN(GemmArgs a, linear_args(op, x, gated ? 2 : 1, w, y, ep, dtype_));
   // What the unfused path needs is checked on both, so a call is valid or not
   // regardless of which implementation the dispatcher picks for its shape.
-  if (pro.kind != Kind::kNone) {
-    FDPP_RETURN_IF_ERROR(checks::tensor(op, "scratch", pro.scratch, dtype_, Shape{a.m, a.k}));
-    FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "x", x));
-    FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "y", y));
-  }
-  if (pro.kind == Kind::kRmsNorm) {
+  FDPP_RETURN_IF_ERROR(checks::tensor(op, "scratch", pro.scratch, dtype_, Shape{a.m, a.k}));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "x", x));
+  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "scratch", pro.scratch, "y", y));
+  if (!gated) {
     FDPP_RETURN_IF_ERROR(checks::tensor(op, "norm_weight", pro.norm_weight, dtype_, Shape{a.k}));
     FDPP_RETURN_IF_ERROR(check_norm_eps(op, pro.eps));
   }
-  RopeAppendParams rope;
-  if (ep.rope != nullptr) {
-    if (ep.rope->qkv.data != y.data || ep.rope->qkv.shape != y.shape)
-      return InvalidArgument(fmt::format("{}: the RoPE epilogue's qkv {} is not y {}", op,
-                                         ep.rope->qkv.describe(), y.describe()));
-    if (ep.accumulate)
-      return InvalidArgument(fmt::format("{}: a RoPE epilogue cannot accumulate into y", op));
-    FDPP_ASSIGN_OR_RETURN(rope, rope_params(op, *ep.rope));
-  }
-  // Only ImplA applies a prologue or the RoPE; the plan is made once and executed as made.
+  // Only ImplA applies a prologue; the plan is made once and executed as made.
   const GemmPlan plan = gemm_dispatch_->plan(a);
   const bool weight_aligned = reinterpret_cast<uintptr_t>(pro.norm_weight.data) % 16 == 0;
-  if (!fuse_prologues_ || plan.choice.impl != GemmImpl::kGemv ||
-      (pro.kind == Kind::kRmsNorm && !weight_aligned))
+  if (!fuse_prologues_ || plan.choice.impl != GemmImpl::kGemv || (!gated && !weight_aligned))
     return Backend::fused_linear(x, pro, w, y, ep);
-  a.prologue = pro.kind == Kind::kNone  ? GemvPrologue::kNone
-               : gated                  ? GemvPrologue::kSiluMul
-                                        : GemvPrologue::kRmsNorm;
-  a.norm_weight = pro.kind == Kind::kRmsNorm ? pro.norm_weight.data : nullptr;
+  a.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
+  a.norm_weight = gated ? nullptr : pro.norm_weight.data;
   a.norm_eps = pro.eps;
-  if (ep.rope != nullptr) {
-    a.rope = true;
-    GemvRopeAppend& r = a.rope_append;
-    r.positions = rope.positions;
-    r.slots = rope.slots;
-    r.inv_freq = rope.inv_freq;
-    r.q_out = rope.q_out;
-    r.k_cache = rope.k_cache;
-    r.v_cache = rope.v_cache;
-    r.n_heads = rope.n_heads;
-    r.n_kv_heads = rope.n_kv_heads;
-    r.head_dim = rope.head_dim;
-    r.rotary_dim = rope.rotary_dim;
-    r.interleaved = rope.interleaved;
-    r.n_slots = rope.n_slots;
-    r.capacity = rope.capacity;
-  }
   return gemm_dispatch_->execute(plan, a, kernel_stream());
 }
 
@@ -464,7 +430,9 @@ Status CudaBackend::check_cache(const char* op, const KVCache* cache, int layer)
   return Status::Ok();
 }
 
-Result<RopeAppendParams> CudaBackend::rope_params(const char* op, const RopeAppendArgs& a) const {
+Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
+  constexpr const char* op = "rope_and_append_kv";
+  FDPP_RETURN_IF_ERROR(activate());
   FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
   const KVCacheLayout& l = a.cache->layout;
   const int D = l.head_dim, n_kv = l.n_kv_heads;
@@ -503,12 +471,6 @@ Result<RopeAppendParams> CudaBackend::rope_params(const char* op, const RopeAppe
   p.interleaved = a.interleaved;
   p.n_slots = l.n_slots;
   p.capacity = l.capacity;
-  return p;
-}
-
-Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
-  FDPP_RETURN_IF_ERROR(activate());
-  FDPP_ASSIGN_OR_RETURN(const RopeAppendParams p, rope_params("rope_and_append_kv", a));
   return run_rope_append_kv(p, dtype_, kernel_stream());
 }
 

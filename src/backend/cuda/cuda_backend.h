@@ -27,8 +27,6 @@
 
 namespace fdpp::cuda {
 
-struct RopeAppendParams;  // backend/cuda/ops/ops.h
-
 class CublasLtGemm;
 class GemmDispatcher;
 
@@ -139,8 +137,6 @@ class CudaBackend final : public Backend {
   Result<void*> decode_workspace(size_t bytes);
   Result<int> decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores);
   Status check_cache(const char* op, const KVCache* cache, int layer) const;
-  // rope_and_append_kv's checks and kernel parameters (also the GEMV's RoPE epilogue's).
-  Result<RopeAppendParams> rope_params(const char* op, const RopeAppendArgs& a) const;
 
   int device_ = 0;
   DType dtype_ = DType::kF16;

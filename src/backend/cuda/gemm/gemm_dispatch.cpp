@@ -114,10 +114,9 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
                                        dtype_name(a.dtype), dtype_name(dtype_)));
   if (a.m <= 0 || a.n <= 0) return Status::Ok();  // an empty output
   const ImplChoice& c = plan.choice;
-  if ((a.prologue != GemvPrologue::kNone || a.rope) && c.impl != GemmImpl::kGemv)
-    return Internal(fmt::format(
-        "linear M={} N={} K={}: a prologue on x or a RoPE epilogue needs ImplA, the plan is {}",
-        a.m, a.n, a.k, impl_choice_name(c)));
+  if (a.prologue != GemvPrologue::kNone && c.impl != GemmImpl::kGemv)
+    return Internal(fmt::format("linear M={} N={} K={}: a prologue on x needs ImplA, the plan is {}",
+                                a.m, a.n, a.k, impl_choice_name(c)));
   if (c.impl == GemmImpl::kCublas) {
     LinearParams lp;
     lp.x = a.x;
@@ -150,8 +149,6 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
   p.prologue = a.prologue;
   p.norm_weight = a.norm_weight;
   p.norm_eps = a.norm_eps;
-  p.rope = a.rope;
-  p.rope_append = a.rope_append;
   if (p.splits > 1) {
     if (static_cast<int64_t>(p.splits) * a.m * a.n * 4 > kSplitKPartialBytes ||
         plan.tiles > kSplitKCounters)

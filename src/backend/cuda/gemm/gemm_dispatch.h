@@ -46,9 +46,6 @@ struct GemmArgs {
   GemvPrologue prologue = GemvPrologue::kNone;
   const void* norm_weight = nullptr;  // kRmsNorm: (k)
   float norm_eps = 0.f;
-  // ImplA only: RoPE + KV append of the q | k | v output instead of storing y.
-  bool rope = false;
-  GemvRopeAppend rope_append;
 };
 
 class GemmDispatcher {

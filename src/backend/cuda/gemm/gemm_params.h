@@ -20,27 +20,6 @@ namespace fdpp::cuda {
 //  * kSiluMul: x'[m, :] = silu(gate) · up with gate|up = x[m, :k | k:], x (m, 2k).
 enum class GemvPrologue { kNone, kRmsNorm, kSiluMul };
 
-// ImplA's other epilogue (Backend::fused_linear with a RoPE epilogue): instead of storing
-// y = q | k | v, each row pair is rotated as ops/rope_append_kv.cu does (its pairs, its
-// numerics: y rounded to T first, then rotated in fp32) and written to q_out and to one
-// layer's KV cache, so the step needs no RoPE kernel of its own. The GEMV gives each CTA
-// eight whole pairs (gemv_kernel.cuh: gemv_row), so no pair straddles two CTAs.
-struct GemvRopeAppend {
-  const int32_t* positions = nullptr;  // (m): absolute position of each token
-  const int32_t* slots = nullptr;      // (m): KV-cache slot of each token
-  const float* inv_freq = nullptr;     // (rotary_dim / 2); unused when rotary_dim is 0
-  void* q_out = nullptr;               // (m, n_heads, head_dim)
-  void* k_cache = nullptr;             // (n_slots, n_kv_heads, capacity, head_dim): one layer
-  void* v_cache = nullptr;             // same
-  int n_heads = 0;
-  int n_kv_heads = 0;
-  int head_dim = 0;    // even; n == (n_heads + 2 * n_kv_heads) * head_dim
-  int rotary_dim = 0;  // even, <= head_dim; dims past it pass through
-  bool interleaved = false;  // pairs (2i, 2i+1) instead of rotate-half (i, i + rotary_dim/2)
-  int n_slots = 0;
-  int capacity = 0;
-};
-
 struct GemmParams {
   const void* x = nullptr;     // (m, k), or (m, 2k) for kSiluMul; 16-byte aligned, k % 8 == 0
   const void* w = nullptr;     // (n, k), 16-byte aligned
@@ -59,8 +38,6 @@ struct GemmParams {
   GemvPrologue prologue = GemvPrologue::kNone;
   const void* norm_weight = nullptr;  // kRmsNorm: (k), 16-byte aligned
   float norm_eps = 0.f;               // kRmsNorm
-  bool rope = false;        // ImplA only: rope_append instead of storing y (y unused)
-  GemvRopeAppend rope_append;
 };
 
 }  // namespace fdpp::cuda

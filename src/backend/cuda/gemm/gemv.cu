@@ -59,17 +59,6 @@ Status run_gemv(const GemmParams& p, DType dtype, KernelStream stream) {
                            std::to_string(p.k) + " within the shared-memory x slice");
   if (p.prologue == GemvPrologue::kRmsNorm && !aligned16(p.norm_weight))
     return InvalidArgument("gemv: the RMSNorm prologue's weight must start on a 16-byte boundary");
-  if (p.rope) {
-    const GemvRopeAppend& r = p.rope_append;
-    if (r.head_dim < 2 || r.head_dim % 2 != 0 || r.rotary_dim < 0 || r.rotary_dim % 2 != 0 ||
-        r.rotary_dim > r.head_dim || r.n_heads < 1 || r.n_kv_heads < 1 ||
-        int64_t{r.n_heads + 2 * r.n_kv_heads} * r.head_dim != p.n || p.accumulate ||
-        !r.positions || !r.slots || !r.q_out || !r.k_cache || !r.v_cache ||
-        (r.rotary_dim > 0 && !r.inv_freq))
-      return InvalidArgument("gemv: the RoPE epilogue needs N = (heads + 2 kv heads) x head_dim "
-                             "(even), rotary_dim even and <= head_dim, no accumulate, and its "
-                             "pointers");
-  }
   if (p.splits > 1 && (p.partial == nullptr || p.counters == nullptr))
     return InvalidArgument("gemv: split-K without a workspace");
   switch (dtype) {

@@ -2,8 +2,7 @@
 // instantiation files.
 //
 // Work of one CTA: W rows [n0, n0 + 16) over K range [k0, k0 + k_len) (its
-// split; under the RoPE epilogue the 16 rows are 8 pairs instead, gemv_row). Warp w
-// owns local rows 4w .. 4w + 3; lane l reads the 16-byte
+// split). Warp w owns rows n0 + 4w .. n0 + 4w + 3; lane l reads the 16-byte
 // chunks l, l + 32, l + 64, ... of each of its rows, so one warp load
 // instruction covers 512 contiguous bytes of one row (fully coalesced), and a
 // round issues kR × kU independent loads per lane before any is used.
@@ -95,134 +94,6 @@ __device__ __forceinline__ void stage_x(const GemmParams& p, int k0, int chunks,
   }
 }
 
-// The two dims of pair `pr` (0 <= pr < head_dim / 2) of a head, enumerated as
-// ops/rope_append_kv.cu does: rotated pairs first (rotate-half (pr, pr + rotary_dim/2) or
-// interleaved (2pr, 2pr + 1)), then the pass-through dims past rotary_dim two by two.
-__device__ __forceinline__ int2 rope_pair_dims(const GemvRopeAppend& r, int pr) {
-  const int rot_half = r.rotary_dim / 2;
-  if (pr >= rot_half) {
-    const int j = r.rotary_dim + 2 * (pr - rot_half);
-    return make_int2(j, j + 1);
-  }
-  return r.interleaved ? make_int2(2 * pr, 2 * pr + 1) : make_int2(pr, pr + rot_half);
-}
-
-// Row of W (and of y) that local row l (0 .. kRowsPerCta - 1) of tile `tile` computes,
-// or -1 past the end. Plainly tile · kRowsPerCta + l; under the RoPE epilogue the CTA takes
-// eight whole pairs, P = 8 · tile + l % 8 over all heads' pairs, l < 8 its first dims.
-__device__ __forceinline__ int gemv_row(const GemmParams& p, int tile, int l) {
-  constexpr int kPairs = GemvConfig::kRowsPerCta / 2;
-  if (!p.rope) {
-    const int n = tile * GemvConfig::kRowsPerCta + l;
-    return n < p.n ? n : -1;
-  }
-  const int half = p.rope_append.head_dim / 2;
-  const int pair = tile * kPairs + l % kPairs;
-  if (pair >= p.n / 2) return -1;
-  const int head = pair / half;
-  const int2 d = rope_pair_dims(p.rope_append, pair - head * half);
-  return head * p.rope_append.head_dim + (l < kPairs ? d.x : d.y);
-}
-
-// What the RoPE epilogue needs per (token, pair) besides the dot products: where the pair
-// goes and its rotation. rope_prepare fills it once per CTA right after pdl_wait, while the
-// CTA's first weight loads are in flight, so that the epilogue after the stream is only
-// arithmetic and two stores: loading positions and slots and an accurate sincosf there put
-// their latency on every CTA's tail (measured: no gain over the separate kernel).
-template <class T>
-struct RopeSlot {
-  T* dst;       // the token's (head_dim) row of q_out or of the cache; null: nothing to write
-  float c, s;   // cos and sin of the pair's angle
-  bool rotate;  // q and k pairs below rotary_dim turn; v and the rest pass through
-};
-
-template <class T, int kM>
-__device__ __forceinline__ void rope_prepare(const GemmParams& p, int tile, RopeSlot<T>* slots) {
-  constexpr int kPairs = GemvConfig::kRowsPerCta / 2;
-  const int i = static_cast<int>(threadIdx.x);
-  if (i >= kM * kPairs) return;
-  const GemvRopeAppend& r = p.rope_append;
-  const int m = i / kPairs, pair = tile * kPairs + (i - m * kPairs);
-  const int D = r.head_dim, half = D / 2;
-  RopeSlot<T> o{nullptr, 1.f, 0.f, false};
-  const int head = pair / half, pr = pair - head * half;
-  const int pos = r.positions[m], slot = r.slots[m];
-  if (pair >= p.n / 2) {
-    // past the last pair: nothing
-  } else if (head < r.n_heads) {
-    o.dst = static_cast<T*>(r.q_out) + (static_cast<int64_t>(m) * r.n_heads + head) * D;
-    o.rotate = pr < r.rotary_dim / 2;
-  } else if (pos >= 0 && pos < r.capacity && slot >= 0 && slot < r.n_slots) {
-    // (The engine validates positions and slots; this only keeps writes in bounds.)
-    const bool is_k = head < r.n_heads + r.n_kv_heads;
-    const int kvh = head - r.n_heads - (is_k ? 0 : r.n_kv_heads);
-    const int64_t at = ((static_cast<int64_t>(slot) * r.n_kv_heads + kvh) * r.capacity + pos) * D;
-    o.dst = static_cast<T*>(is_k ? r.k_cache : r.v_cache) + at;
-    o.rotate = is_k && pr < r.rotary_dim / 2;
-  }
-  if (o.rotate) sincosf(static_cast<float>(pos) * r.inv_freq[pr], &o.s, &o.c);
-  slots[i] = o;
-}
-
-// The RoPE epilogue (GemvRopeAppend): red holds the CTA's (kM, kRowsPerCta) dot products,
-// local rows l and l + 8 the two dims of pair 8 · tile + l. Split-K goes through the
-// partials exactly as store_tile does (indexed by the row's n, summed in split order by
-// the last CTA); the rotation then follows ops/rope_append_kv.cu: bias and the RMSNorm row
-// scale in fp32, one rounding to T (the y the unfused path stores), the turn by
-// pos · inv_freq[pr] (accurate sincosf, in rope_prepare), one rounding.
-template <class T, int kM>
-__device__ __forceinline__ void rope_append_tile(const GemmParams& p, float* red, int tile,
-                                                 int split, const float* row_scale,
-                                                 const RopeSlot<T>* slots) {
-  constexpr int kRows = GemvConfig::kRowsPerCta, kPairs = kRows / 2;
-  const int tid = static_cast<int>(threadIdx.x);
-  if (p.splits > 1) {
-    const int64_t stride = static_cast<int64_t>(p.m) * p.n;  // one split's partials
-    for (int i = tid; i < kM * kRows; i += kGemvThreads) {
-      const int m = i / kRows, n = gemv_row(p, tile, i - m * kRows);
-      if (n >= 0) p.partial[split * stride + static_cast<int64_t>(m) * p.n + n] = red[i];
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (tid == 0) last = atomicAdd(p.counters + tile, 1) == p.splits - 1;
-    __syncthreads();
-    if (!last) return;  // uniform across the CTA
-    __threadfence();
-    for (int i = tid; i < kM * kRows; i += kGemvThreads) {
-      const int m = i / kRows, n = gemv_row(p, tile, i - m * kRows);
-      if (n < 0) continue;
-      const float* src = p.partial + static_cast<int64_t>(m) * p.n + n;
-      float v = 0.f;
-      for (int s = 0; s < p.splits; ++s) v += __ldcg(src + s * stride);
-      red[i] = v;
-    }
-    if (tid == 0) p.counters[tile] = 0;  // every split has taken its ticket
-    __syncthreads();
-  }
-  const T* bias = static_cast<const T*>(p.bias);
-  const int D = p.rope_append.head_dim, half = D / 2;
-  for (int i = tid; i < kM * kPairs; i += kGemvThreads) {
-    const RopeSlot<T> o = slots[i];
-    if (o.dst == nullptr) continue;
-    const int m = i / kPairs, l = i - m * kPairs;
-    const int pair = tile * kPairs + l, head = pair / half;
-    const int2 d = rope_pair_dims(p.rope_append, pair - head * half);
-    float a = red[m * kRows + l], b = red[m * kRows + l + kPairs];
-    if (row_scale != nullptr) a *= row_scale[m], b *= row_scale[m];
-    if (bias != nullptr) a += to_float(bias[head * D + d.x]), b += to_float(bias[head * D + d.y]);
-    a = to_float(from_float<T>(a));
-    b = to_float(from_float<T>(b));
-    if (o.rotate) {
-      o.dst[d.x] = from_float<T>(a * o.c - b * o.s);
-      o.dst[d.y] = from_float<T>(b * o.c + a * o.s);
-    } else {
-      o.dst[d.x] = from_float<T>(a);
-      o.dst[d.y] = from_float<T>(b);
-    }
-  }
-}
-
 // Four CTAs per SM: the kernel fits 128 registers without spilling (ptxas, sm_90), so 16
 // warps per SM each keep kR × kU loads in flight (128 KB per SM at M <= 4). Against three
 // CTAs per SM (134 registers) it ran Llama-2-7B decode at batch 1 2.5% faster (H200,
@@ -248,8 +119,8 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemmParams 
   bool row_ok[kR];
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
-    const int n = gemv_row(p, tile, warp * kR + r);
-    row_ok[r] = n >= 0;
+    const int n = n0 + warp * kR + r;
+    row_ok[r] = n < p.n;
     wrow[r] = reinterpret_cast<const uint4*>(static_cast<const T*>(p.w) +
                                              static_cast<int64_t>(row_ok[r] ? n : 0) * p.k + k0);
   }
@@ -270,8 +141,6 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemmParams 
   for (int u = 0; u < kU; ++u) load_slot(u, u * 32 + lane);
   pdl_wait();
   pdl_launch_dependents();
-  __shared__ RopeSlot<T> rope_slots[kM * kRows / 2];
-  if (p.rope) rope_prepare<T, kM>(p, tile, rope_slots);
   float ss[kM];  // kRmsNorm: this thread's share of each row's sum of squares
 #pragma unroll
   for (int m = 0; m < kM; ++m) ss[m] = 0.f;
@@ -318,30 +187,28 @@ __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemmParams 
       const float v = warp_sum(acc[r][m]);
       if (lane == 0) red[m * kRows + warp * kR + r] = v;
     }
-  // RMSNorm: y = (1/rms) · Σ_k W·T(x·weight); the row sums meet here, after the stream.
-  __shared__ float inv_rms[kM];
-  const float* row_scale = nullptr;
-  if (p.prologue == GemvPrologue::kRmsNorm) {
-    __shared__ float warp_ss[GemvConfig::kWarps][kM];
-#pragma unroll
-    for (int m = 0; m < kM; ++m) {
-      const float v = warp_sum(ss[m]);
-      if (lane == 0) warp_ss[warp][m] = v;
-    }
+  if (p.prologue != GemvPrologue::kRmsNorm) {
     __syncthreads();
-    if (threadIdx.x < kM) {
-      float t = 0.f;
+    store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split);
+    return;
+  }
+  // RMSNorm: y = (1/rms) · Σ_k W·T(x·weight); the row sums meet here, after the stream.
+  __shared__ float warp_ss[GemvConfig::kWarps][kM];
+  __shared__ float inv_rms[kM];
 #pragma unroll
-      for (int w = 0; w < GemvConfig::kWarps; ++w) t += warp_ss[w][threadIdx.x];
-      inv_rms[threadIdx.x] = rms_inverse(t, p.k, p.norm_eps);
-    }
-    row_scale = inv_rms;
+  for (int m = 0; m < kM; ++m) {
+    const float v = warp_sum(ss[m]);
+    if (lane == 0) warp_ss[warp][m] = v;
   }
   __syncthreads();
-  if (p.rope)
-    rope_append_tile<T, kM>(p, red, tile, split, row_scale, rope_slots);
-  else
-    store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split, row_scale);
+  if (threadIdx.x < kM) {
+    float t = 0.f;
+#pragma unroll
+    for (int w = 0; w < GemvConfig::kWarps; ++w) t += warp_ss[w][threadIdx.x];
+    inv_rms[threadIdx.x] = rms_inverse(t, p.k, p.norm_eps);
+  }
+  __syncthreads();
+  store_tile<T, kGemvThreads>(p, red, kRows, n0, kRows, tile, split, inv_rms);
 }
 
 }  // namespace fdpp::cuda::gemm
