@@ -43,6 +43,7 @@ struct TuneOptions {
   bool no_verify = false;
   std::vector<int> splits;  // extra split-K counts timed for ImplA / ImplB
   std::string pdl = "on";   // time the kernels as the engine launches them
+  int cublas_algos = 4;     // cuBLASLt heuristic answers timed per (shape, M)
 };
 
 // The regret bound of issue 6: the table may cost at most this over the best choice.
@@ -99,6 +100,9 @@ int run_tune(const TuneOptions& o) {
   for (int v : o.splits)
     if (v < 1) return fail("--splits: counts must be positive");
   to.splits = o.splits;
+  if (o.cublas_algos < 1 || o.cublas_algos > kMaxCublasAlgo + 1)
+    return fail(fmt::format("--cublas-algos must be in 1..{}", kMaxCublasAlgo + 1));
+  to.cublas_algos = o.cublas_algos;
   const std::vector<int> ms = cuda::tune_ms(o.max_m);
   const int passes = o.no_verify ? 1 : 2;
 
@@ -108,7 +112,9 @@ int run_tune(const TuneOptions& o) {
   {
     ProgressBar bar(fmt::format("tune {} ({} shapes, M 1..{}{})", info->name, shapes.size(),
                                 ms.back(), passes == 2 ? ", 2 passes" : ""),
-                    cuda::gemm_tune_measurements(shapes.size(), ms, o.splits.size()) * passes);
+                    cuda::gemm_tune_measurements(shapes.size(), ms, o.splits.size(),
+                                                 o.cublas_algos) *
+                        passes);
     const auto progress = [&](const cuda::GemmMeasurement& r) {
       bar.step(fmt::format("{} M={} {}", r.shape, r.m, impl_choice_name(r.choice)));
     };
@@ -247,6 +253,10 @@ void add_tune(CLI::App& app, int& exit_code) {
                   "split-K counts to time for GEMV and flat GEMM besides the planner's, e.g. "
                   "1,2,3,4,6,8 (slower sweep, better table)")
       ->delimiter(',');
+  sub->add_option("--cublas-algos", o->cublas_algos,
+                  "cuBLASLt: time the heuristic's first N answers and keep the fastest (1: the "
+                  "library's own pick)")
+      ->capture_default_str();
   sub->add_flag("--no-verify", o->no_verify,
                 "skip the second timing pass that measures the table's regret (half the time)");
   sub->callback([o, &exit_code] { exit_code = run_tune(*o); });

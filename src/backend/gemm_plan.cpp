@@ -141,6 +141,7 @@ std::string impl_choice_name(const ImplChoice& c) {
     s += c.config >= 0 && c.config < kFlatConfigCount ? kFlatConfigs[c.config].name : "?";
   }
   if (c.impl != GemmImpl::kCublas && c.splits > 0) s += "/s" + std::to_string(c.splits);
+  if (c.impl == GemmImpl::kCublas && c.algo > 0) s += "/a" + std::to_string(c.algo);
   return s;
 }
 
@@ -183,6 +184,7 @@ double gemm_split_cost(GemmImpl impl, int config, int splits, const GemmProblem&
 GemmPlan resolve_gemm_choice(const ImplChoice& choice, const GemmProblem& p,
                              const GemmDeviceTraits& traits) {
   GemmPlan plan;
+  if (choice.impl == GemmImpl::kCublas) plan.choice.algo = choice.algo;
   if (choice.impl == GemmImpl::kCublas || p.m <= 0 || p.n <= 0) return plan;
   if (const char* why = gemm_unsupported_reason(choice.impl, choice.config, p, traits)) {
     plan.fallback = why;

@@ -29,9 +29,15 @@ struct ImplChoice {
   GemmImpl impl = GemmImpl::kCublas;
   int config = -1;  // kFlat: 0..kFlatConfigCount-1; otherwise -1
   int splits = 0;   // split-K for kGemv / kFlat; 0: the planner's cost model picks
+  // kCublas: which of cuBLASLt's heuristic answers for the shape runs (0: its first, the
+  // library's own pick); the tuner times the first few and keeps the fastest.
+  int algo = 0;
   bool operator==(const ImplChoice&) const = default;
 };
-// "gemv", "flat:n64k128s4m8", "cublas" (with "/s4" when splits is set).
+// Largest cuBLASLt heuristic index a choice may name (kCublas's algo).
+inline constexpr int kMaxCublasAlgo = 15;
+// "gemv", "flat:n64k128s4m8", "cublas" (with "/s4" when splits is set, "/a2" when a
+// cuBLASLt choice names a heuristic answer other than the first).
 std::string impl_choice_name(const ImplChoice& c);
 
 struct GemmProblem {
@@ -63,7 +69,7 @@ class GemmTable {
 };
 
 struct GemmPlan {
-  ImplChoice choice;     // resolved: splits >= 1 for kGemv / kFlat, 0 for kCublas
+  ImplChoice choice;     // resolved: splits >= 1 for kGemv / kFlat, 0 for kCublas (its algo kept)
   int64_t k_split = 0;   // K elements per split (the last split may be shorter)
   int64_t tiles = 0;     // output tiles of W rows: CTAs per split
   // Set when the requested kernel cannot run this problem and cuBLASLt runs instead.

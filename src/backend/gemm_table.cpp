@@ -48,11 +48,16 @@ int flat_config_index(const std::string& name) {
 // The one place names become choices (JSON and the built-in rows). "default": nullopt.
 Result<std::optional<ImplChoice>> choice_from_names(const std::string& impl,
                                                     const std::string& config, int64_t splits,
-                                                    const std::string& where) {
+                                                    int64_t algo, const std::string& where) {
   if (splits < 0 || splits > kMaxSplitK)
     return bad(where, fmt::format("\"splits\" = {} outside [0, {}]", splits, kMaxSplitK));
+  if (algo < 0 || algo > kMaxCublasAlgo || (algo > 0 && impl != "cublas"))
+    return bad(where, fmt::format("\"algo\" = {}: a cuBLASLt heuristic index in [0, {}], for "
+                                  "\"cublas\" only",
+                                  algo, kMaxCublasAlgo));
   if (impl == "default") return std::optional<ImplChoice>{};
-  if (impl == "cublas") return std::optional<ImplChoice>{ImplChoice{GemmImpl::kCublas, -1, 0}};
+  if (impl == "cublas")
+    return std::optional<ImplChoice>{ImplChoice{GemmImpl::kCublas, -1, 0, static_cast<int>(algo)}};
   if (impl == "gemv")
     return std::optional<ImplChoice>{ImplChoice{GemmImpl::kGemv, -1, static_cast<int>(splits)}};
   if (impl == "flat") {
@@ -85,8 +90,8 @@ int served_rank(const std::optional<ImplChoice>& c, int m) {
 
 // Tie order: the simpler kernel first (see derive_gemm_table).
 bool simpler(const ImplChoice& a, const ImplChoice& b) {
-  return std::make_tuple(impl_rank(a.impl), a.config, a.splits) <
-         std::make_tuple(impl_rank(b.impl), b.config, b.splits);
+  return std::make_tuple(impl_rank(a.impl), a.config, a.splits, a.algo) <
+         std::make_tuple(impl_rank(b.impl), b.config, b.splits, b.algo);
 }
 
 bool usable(const GemmTiming& t) {
@@ -98,7 +103,7 @@ bool usable(const GemmTiming& t) {
 // Does measurement `t` time what `want` names? A split of 0 means the planner's.
 bool times(const GemmTiming& t, const ImplChoice& want) {
   if (t.choice.impl != want.impl) return false;
-  if (want.impl == GemmImpl::kCublas) return true;
+  if (want.impl == GemmImpl::kCublas) return t.choice.algo == want.algo;
   if (want.impl == GemmImpl::kFlat && t.choice.config != want.config) return false;
   return want.splits > 0 ? t.choice.splits == want.splits : t.planned;
 }
@@ -214,7 +219,8 @@ Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
                                          const GpuIdentity& gpu, DType dtype) {
   struct Acc {
     std::vector<std::string> names;
-    std::map<int, const GemmTiming*> best;  // by M
+    std::map<int, const GemmTiming*> best;     // by M
+    std::map<int, const GemmTiming*> library;  // by M: cuBLASLt's first heuristic answer
   };
   std::vector<std::pair<uint64_t, Acc>> shapes;  // first-seen order
   for (const GemmTiming& t : timings) {
@@ -230,6 +236,7 @@ Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
       a.names.push_back(t.shape);
     const GemmTiming*& b = a.best[t.m];
     if (b == nullptr || t.us < b->us || (t.us == b->us && simpler(t.choice, b->choice))) b = &t;
+    if (t.choice.impl == GemmImpl::kCublas && t.choice.algo == 0) a.library[t.m] = &t;
   }
   if (shapes.empty()) return InvalidArgument("GEMM table: no usable measurement to derive it from");
   std::vector<GemmTableShape> out;
@@ -238,7 +245,13 @@ Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
     for (const std::string& n : a.names) s.name += (s.name.empty() ? "" : ",") + n;
     s.n = a.best.begin()->second->n;
     s.k = a.best.begin()->second->k;
-    for (const auto& [m, t] : a.best) s.entries.push_back({m, t->choice, t->us});
+    for (auto [m, t] : a.best) {
+      const auto lib = a.library.find(m);
+      if (t->choice.impl == GemmImpl::kCublas && t->choice.algo > 0 && lib != a.library.end() &&
+          lib->second->us <= t->us * (1.0 + kCublasAlgoMargin))
+        t = lib->second;
+      s.entries.push_back({m, t->choice, t->us});
+    }
     out.push_back(std::move(s));
   }
   return TunedGemmTable::create(gpu, dtype, std::move(out));
@@ -333,6 +346,8 @@ std::string serialize_gemm_table(const TunedGemmTable& table) {
       if (e.choice && e.choice->impl == GemmImpl::kFlat) je["config"] = entry_config_name(e.choice);
       if (e.choice && e.choice->impl != GemmImpl::kCublas && e.choice->splits > 0)
         je["splits"] = e.choice->splits;
+      if (e.choice && e.choice->impl == GemmImpl::kCublas && e.choice->algo > 0)
+        je["algo"] = e.choice->algo;
       if (e.us > 0) je["us"] = round3(e.us);
       s += fmt::format("{}\n   {}", j == 0 ? "" : ",", je.dump());
     }
@@ -400,9 +415,10 @@ Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::stri
       std::string impl, config;
       FDPP_RETURN_IF_ERROR(read_string(je, "impl", ewhere, &impl));
       if (impl == "flat") FDPP_RETURN_IF_ERROR(read_string(je, "config", ewhere, &config));
-      int64_t splits = 0;
+      int64_t splits = 0, algo = 0;
       if (je.contains("splits")) FDPP_RETURN_IF_ERROR(read_int(je, "splits", 0, kMaxSplitK, ewhere, &splits));
-      FDPP_ASSIGN_OR_RETURN(entry.choice, choice_from_names(impl, config, splits, ewhere));
+      if (je.contains("algo")) FDPP_RETURN_IF_ERROR(read_int(je, "algo", 0, kMaxCublasAlgo, ewhere, &algo));
+      FDPP_ASSIGN_OR_RETURN(entry.choice, choice_from_names(impl, config, splits, algo, ewhere));
       if (je.contains("us") && je["us"].is_number()) entry.us = je["us"].get<double>();
       s.entries.push_back(entry);
     }
@@ -523,7 +539,7 @@ Result<TunedGemmTable> builtin_gemm_table(DType dtype) {
       it = std::prev(shapes.end());
     }
     FDPP_ASSIGN_OR_RETURN(std::optional<ImplChoice> c,
-                          choice_from_names(r.impl, r.config, r.splits, where));
+                          choice_from_names(r.impl, r.config, r.splits, r.algo, where));
     it->entries.push_back({r.m, c, r.us});
   }
   GpuIdentity gpu{b.gpu_name, b.sm_count, b.cc_major, b.cc_minor, b.cuda_runtime};
@@ -543,9 +559,10 @@ Result<std::string> emit_builtin_gemm_table_cpp(const TunedGemmTable& table,
       const GemmTableEntry& e = s.entries[i];
       // An entry covers (previous m, m]: a run of equal choices is its last entry alone.
       if (i + 1 < s.entries.size() && s.entries[i + 1].choice == e.choice) continue;
-      rows += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", quote(s.name), s.n, s.k, e.m,
-                          quote(entry_impl_name(e.choice)), quote(entry_config_name(e.choice)),
-                          e.choice ? e.choice->splits : 0, round3(e.us));
+      rows += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", quote(s.name), s.n, s.k,
+                          e.m, quote(entry_impl_name(e.choice)), quote(entry_config_name(e.choice)),
+                          e.choice ? e.choice->splits : 0, e.choice ? e.choice->algo : 0,
+                          round3(e.us));
     }
   }
   const GpuIdentity& g = table.gpu();
@@ -558,13 +575,14 @@ Result<std::string> emit_builtin_gemm_table_cpp(const TunedGemmTable& table,
       "// The built-in GEMM dispatch table (backend/gemm_table.h): what the engine uses when\n"
       "// no table was tuned for its GPU. Each row is the choice for M in (the previous row's\n"
       "// M of the same shape, M]; \"default\" defers to the built-in rule of gemm_plan.h; split-K\n"
-      "// 0 lets the planner pick; µs is the time measured at that M.\n"
+      "// 0 lets the planner pick; algo is cuBLASLt's heuristic answer (0: its first); µs is the\n"
+      "// time measured at that M.\n"
       "#include \"backend/gemm_table.h\"\n"
       "\n"
       "namespace fdpp {{\n"
       "namespace {{\n"
       "\n"
-      "// shape, N, K, up to M, implementation, flat configuration, split-K, µs\n"
+      "// shape, N, K, up to M, implementation, flat configuration, split-K, cuBLASLt algo, µs\n"
       "constexpr BuiltinGemmRow kRows[] = {{\n"
       "{}"
       "}};\n"

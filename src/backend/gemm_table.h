@@ -130,10 +130,18 @@ struct GemmThresholds {
 // kDefaultGemvMaxM, flat up to kDefaultFlatMaxM).
 GemmThresholds gemm_thresholds(const TunedGemmTable& table, const GemmTableShape& shape);
 
+// A cuBLASLt answer other than the heuristic's first must beat the first by more than
+// this to be chosen: the first few answers are often within a percent of each other, and
+// picking among them by one noisy pass made the table flicker from one M to the next
+// (fdpp tune --cublas-algos 4 on the H200, 2026-11-30: gate_up alternated between two
+// answers every few M).
+inline constexpr double kCublasAlgoMargin = 0.02;
+
 // The fastest measured choice per (shape, M): one shape per distinct [N, K], one
 // entry per measured M. Ties go to the simpler kernel, in the order GEMV, flat by
 // configuration index, cuBLASLt, then fewer splits, so the same measurements always
-// give the same table. InvalidArgument when no timing is usable.
+// give the same table; a cuBLASLt answer past the first needs kCublasAlgoMargin.
+// InvalidArgument when no timing is usable.
 Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
                                          const GpuIdentity& gpu, DType dtype);
 
@@ -207,6 +215,7 @@ struct BuiltinGemmRow {
   const char* impl;    // "gemv", "flat", "cublas" or "default"
   const char* config;  // flat: the configuration's name; otherwise ""
   int splits;          // 0: the planner's split-K
+  int algo;            // cublas: cuBLASLt's heuristic answer (0: its first)
   double us;           // measured time at m (0: not measured)
 };
 struct BuiltinGemmTable {

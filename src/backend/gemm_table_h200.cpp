@@ -9,51 +9,52 @@
 // The built-in GEMM dispatch table (backend/gemm_table.h): what the engine uses when
 // no table was tuned for its GPU. Each row is the choice for M in (the previous row's
 // M of the same shape, M]; "default" defers to the built-in rule of gemm_plan.h; split-K
-// 0 lets the planner pick; µs is the time measured at that M.
+// 0 lets the planner pick; algo is cuBLASLt's heuristic answer (0: its first); µs is the
+// time measured at that M.
 #include "backend/gemm_table.h"
 
 namespace fdpp {
 namespace {
 
-// shape, N, K, up to M, implementation, flat configuration, split-K, µs
+// shape, N, K, up to M, implementation, flat configuration, split-K, cuBLASLt algo, µs
 constexpr BuiltinGemmRow kRows[] = {
-    {"qkv", 12288, 4096, 2, "gemv", "", 1, 26.696},
-    {"qkv", 12288, 4096, 256, "cublas", "", 0, 39.104},
-    {"o", 4096, 4096, 4, "gemv", "", 2, 12.62},
-    {"o", 4096, 4096, 256, "cublas", "", 0, 18.672},
-    {"gate_up", 22016, 4096, 3, "gemv", "", 1, 45.196},
-    {"gate_up", 22016, 4096, 256, "cublas", "", 0, 69.38},
-    {"down", 4096, 11008, 3, "gemv", "", 4, 25.956},
-    {"down", 4096, 11008, 256, "cublas", "", 0, 39.636},
-    {"lm_head", 32000, 4096, 3, "gemv", "", 1, 63.424},
-    {"lm_head", 32000, 4096, 256, "cublas", "", 0, 99.436},
-    {"qkv", 15360, 5120, 2, "gemv", "", 1, 39.284},
-    {"qkv", 15360, 5120, 128, "cublas", "", 0, 42.82},
-    {"o", 5120, 5120, 2, "gemv", "", 2, 16.704},
-    {"o", 5120, 5120, 128, "cublas", "", 0, 17.476},
-    {"gate_up", 27648, 5120, 1, "gemv", "", 1, 66.708},
-    {"gate_up", 27648, 5120, 2, "cublas", "", 0, 66.876},
-    {"gate_up", 27648, 5120, 3, "gemv", "", 1, 71.512},
-    {"gate_up", 27648, 5120, 128, "cublas", "", 0, 84.408},
-    {"down", 5120, 13824, 4, "gemv", "", 4, 40.5},
-    {"down", 5120, 13824, 128, "cublas", "", 0, 46.6},
-    {"lm_head", 32000, 5120, 3, "gemv", "", 1, 80.688},
-    {"lm_head", 32000, 5120, 128, "cublas", "", 0, 91.344},
-    {"qkv", 4608, 4096, 1, "gemv", "", 4, 13.944},
-    {"qkv", 4608, 4096, 128, "cublas", "", 0, 13.428},
-    {"gate_up", 27392, 4096, 1, "gemv", "", 1, 53.012},
-    {"gate_up", 27392, 4096, 2, "cublas", "", 0, 53.292},
-    {"gate_up", 27392, 4096, 3, "gemv", "", 1, 57.836},
-    {"gate_up", 27392, 4096, 128, "cublas", "", 0, 63.944},
-    {"down", 4096, 13696, 128, "cublas", "", 0, 35.676},
-    {"lm_head", 65024, 4096, 3, "gemv", "", 1, 127.38},
-    {"lm_head", 65024, 4096, 128, "cublas", "", 0, 140.556},
-    {"fc1", 16384, 4096, 1, "gemv", "", 1, 32.612},
-    {"fc1", 16384, 4096, 128, "cublas", "", 0, 37.26},
-    {"fc2", 4096, 16384, 1, "gemv", "", 2, 35.772},
-    {"fc2", 4096, 16384, 128, "cublas", "", 0, 41.18},
-    {"lm_head", 50272, 4096, 2, "gemv", "", 1, 95.692},
-    {"lm_head", 50272, 4096, 128, "cublas", "", 0, 106.5},
+    {"qkv", 12288, 4096, 2, "gemv", "", 1, 0, 26.696},
+    {"qkv", 12288, 4096, 256, "cublas", "", 0, 0, 39.104},
+    {"o", 4096, 4096, 4, "gemv", "", 2, 0, 12.62},
+    {"o", 4096, 4096, 256, "cublas", "", 0, 0, 18.672},
+    {"gate_up", 22016, 4096, 3, "gemv", "", 1, 0, 45.196},
+    {"gate_up", 22016, 4096, 256, "cublas", "", 0, 0, 69.38},
+    {"down", 4096, 11008, 3, "gemv", "", 4, 0, 25.956},
+    {"down", 4096, 11008, 256, "cublas", "", 0, 0, 39.636},
+    {"lm_head", 32000, 4096, 3, "gemv", "", 1, 0, 63.424},
+    {"lm_head", 32000, 4096, 256, "cublas", "", 0, 0, 99.436},
+    {"qkv", 15360, 5120, 2, "gemv", "", 1, 0, 39.284},
+    {"qkv", 15360, 5120, 128, "cublas", "", 0, 0, 42.82},
+    {"o", 5120, 5120, 2, "gemv", "", 2, 0, 16.704},
+    {"o", 5120, 5120, 128, "cublas", "", 0, 0, 17.476},
+    {"gate_up", 27648, 5120, 1, "gemv", "", 1, 0, 66.708},
+    {"gate_up", 27648, 5120, 2, "cublas", "", 0, 0, 66.876},
+    {"gate_up", 27648, 5120, 3, "gemv", "", 1, 0, 71.512},
+    {"gate_up", 27648, 5120, 128, "cublas", "", 0, 0, 84.408},
+    {"down", 5120, 13824, 4, "gemv", "", 4, 0, 40.5},
+    {"down", 5120, 13824, 128, "cublas", "", 0, 0, 46.6},
+    {"lm_head", 32000, 5120, 3, "gemv", "", 1, 0, 80.688},
+    {"lm_head", 32000, 5120, 128, "cublas", "", 0, 0, 91.344},
+    {"qkv", 4608, 4096, 1, "gemv", "", 4, 0, 13.944},
+    {"qkv", 4608, 4096, 128, "cublas", "", 0, 0, 13.428},
+    {"gate_up", 27392, 4096, 1, "gemv", "", 1, 0, 53.012},
+    {"gate_up", 27392, 4096, 2, "cublas", "", 0, 0, 53.292},
+    {"gate_up", 27392, 4096, 3, "gemv", "", 1, 0, 57.836},
+    {"gate_up", 27392, 4096, 128, "cublas", "", 0, 0, 63.944},
+    {"down", 4096, 13696, 128, "cublas", "", 0, 0, 35.676},
+    {"lm_head", 65024, 4096, 3, "gemv", "", 1, 0, 127.38},
+    {"lm_head", 65024, 4096, 128, "cublas", "", 0, 0, 140.556},
+    {"fc1", 16384, 4096, 1, "gemv", "", 1, 0, 32.612},
+    {"fc1", 16384, 4096, 128, "cublas", "", 0, 0, 37.26},
+    {"fc2", 4096, 16384, 1, "gemv", "", 2, 0, 35.772},
+    {"fc2", 4096, 16384, 128, "cublas", "", 0, 0, 41.18},
+    {"lm_head", 50272, 4096, 2, "gemv", "", 1, 0, 95.692},
+    {"lm_head", 50272, 4096, 128, "cublas", "", 0, 0, 106.5},
 };
 
 }  // namespace

@@ -62,6 +62,7 @@ TEST(GemmPlan, ConfigTableIsConsistent) {
   EXPECT_EQ(impl_choice_name({GemmImpl::kFlat, 0, 0}), std::string("flat:") + kFlatConfigs[0].name);
   EXPECT_EQ(impl_choice_name({GemmImpl::kGemv, -1, 4}), "gemv/s4");
   EXPECT_EQ(impl_choice_name({GemmImpl::kCublas, -1, 0}), "cublas");
+  EXPECT_EQ(impl_choice_name({GemmImpl::kCublas, -1, 0, 2}), "cublas/a2");
 }
 
 TEST(GemmPlan, DefaultRuleAtTheMThresholds) {

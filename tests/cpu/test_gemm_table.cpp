@@ -29,6 +29,7 @@ const GpuIdentity kH200{"NVIDIA H200", 132, 9, 0, 13000};
 
 constexpr ImplChoice kGemv{GemmImpl::kGemv, -1, 0};
 constexpr ImplChoice kCublas{GemmImpl::kCublas, -1, 0};
+constexpr ImplChoice kCublasAlgo2{GemmImpl::kCublas, -1, 0, 2};  // the heuristic's third answer
 constexpr ImplChoice flat(int config, int splits = 0) { return {GemmImpl::kFlat, config, splits}; }
 
 // The tuner's M sweep: dense to 64, then sparse.
@@ -318,6 +319,27 @@ TEST(GemmTable, Regret) {
   EXPECT_NEAR(gemm_regret(splits, 64, 64, [](int) { return flat(0, 4); }).max, 0.2, 1e-9);
   EXPECT_EQ(gemm_regret(splits, 64, 64, [](int) { return flat(0); }).max, 0.0);
   EXPECT_EQ(gemm_regret(splits, 64, 64, [](int) { return flat(0, 3); }).unmeasured, 1);
+  // A cuBLASLt choice matches only the heuristic answer it names.
+  std::vector<GemmTiming> algos = {{"x", 64, 64, 1, kCublas, true, 12.0},
+                                   {"x", 64, 64, 1, kCublasAlgo2, true, 10.0}};
+  EXPECT_NEAR(gemm_regret(algos, 64, 64, [](int) { return kCublas; }).max, 0.2, 1e-9);
+  EXPECT_EQ(gemm_regret(algos, 64, 64, [](int) { return kCublasAlgo2; }).max, 0.0);
+  EXPECT_EQ(gemm_regret(algos, 64, 64, [](int) {
+              return ImplChoice{GemmImpl::kCublas, -1, 0, 1};
+            }).unmeasured,
+            1);
+  EXPECT_EQ(derive_ok(algos).lookup(1, 64, 64, DType::kF16), kCublasAlgo2);
+  // Within kCublasAlgoMargin of the library's own pick, the pick stays; a GEMV faster than
+  // both still wins.
+  std::vector<GemmTiming> close = {{"x", 64, 64, 1, kCublas, true, 10.15},
+                                   {"x", 64, 64, 1, kCublasAlgo2, true, 10.0},
+                                   {"x", 64, 64, 2, kCublas, true, 10.15},
+                                   {"x", 64, 64, 2, kCublasAlgo2, true, 10.0},
+                                   {"x", 64, 64, 2, kGemv, true, 9.0}};
+  const TunedGemmTable picked = derive_ok(close);
+  EXPECT_EQ(picked.lookup(1, 64, 64, DType::kF16), kCublas);
+  EXPECT_DOUBLE_EQ(picked.shapes()[0].entries[0].us, 10.15);
+  EXPECT_EQ(picked.lookup(2, 64, 64, DType::kF16), kGemv);
 }
 
 // ---- the file ----------------------------------------------------------------------------
@@ -329,6 +351,7 @@ TunedGemmTable two_shape_table() {
     return c.impl == GemmImpl::kFlat && c.config == 1 ? 1.0 : plausible(c, m);
   });
   t.push_back({"down", 4096, 11008, 3, flat(1, 6), false, 0.5});  // a swept split wins at 3
+  t.push_back({"qkv", 12288, 4096, 512, kCublasAlgo2, true, 1.0});  // cuBLASLt's third answer
   TunedGemmTable table = derive_ok(t, DType::kBF16);
   table.created = "2026-12-01 10:00 UTC";
   table.models = {"/models/Llama-2-7b", "/models/with \"quotes\""};
@@ -360,6 +383,9 @@ TEST(GemmTable, JsonRoundTrip) {
       EXPECT_EQ(a.lookup(m, x.n, x.k, DType::kBF16), b->lookup(m, x.n, x.k, DType::kBF16)) << m;
   }
   EXPECT_EQ(b->lookup(3, 4096, 11008, DType::kBF16), flat(1, 6));
+  EXPECT_EQ(b->lookup(512, 12288, 4096, DType::kBF16), kCublasAlgo2);
+  EXPECT_EQ(b->lookup(448, 12288, 4096, DType::kBF16), kCublas);
+  EXPECT_NE(text.find("\"impl\":\"cublas\",\"algo\":2"), std::string::npos) << text;
   EXPECT_EQ(serialize_gemm_table(*b), text);  // stable
   // The thresholds are written for people.
   EXPECT_NE(text.find("\"m1\": 4, \"m2\": 49"), std::string::npos) << text;
@@ -421,6 +447,9 @@ TEST(GemmTable, MalformedFilesAreClearErrors) {
       {edited("\"config\":\"n64k128s4m8\"", "\"config\":\"n64k128s9m8\""), "not compiled"},
       {edited(",\"config\":\"n64k128s4m8\"", ""), "\"config\""},
       {edited("\"splits\":6", "\"splits\":99"), "\"splits\""},
+      {edited("\"algo\":2", "\"algo\":16"), "\"algo\""},
+      {edited("\"algo\":2", "\"algo\":-1"), "\"algo\""},
+      {edited("\"impl\":\"gemv\"", "\"impl\":\"gemv\",\"algo\":1"), "\"algo\""},
       {edited("\"entries\": [", "\"entries\": [] , \"x\": ["), "\"entries\""},
   };
   for (const Case& c : cases) {

@@ -20,6 +20,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
+#include "backend/gemm_table.h"
 #include "gpu/gpu_test_util.h"
 
 namespace fdpp {
@@ -260,6 +261,51 @@ TEST_P(Gemm, CublasBias) {
   FDPP_GPU_ASSERT_OK(st);
   std::vector<float> ref, plain;
   expected(in, dots(in), M, {false, true}, dt(), &ref, &plain);
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto out, test::download(*gpu_, dy.t));
+  EXPECT_TRUE(exactly_equal(out, ref, N));
+}
+
+// Every cuBLASLt heuristic answer the tuner may pick (ImplChoice::algo) computes the same
+// exact integer products; an index the heuristic does not offer is Unsupported from
+// run_choice, and a table naming one still runs, with the library's own pick.
+TEST_P(Gemm, CublasHeuristicAnswersAgree) {
+  const int64_t N = 4104, K = 1024;
+  const Inputs in = integer_inputs(64, N, K, 23);
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dx, test::upload(*gpu_, in.x, dt(), {64, K}));
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dw, test::upload(*gpu_, in.w, dt(), {N, K}));
+  const Dots d = dots(in);
+  int ran = 0;
+  for (int64_t M : {1, 8, 64}) {
+    std::vector<float> ref, plain;
+    expected(in, d, M, {false, false}, dt(), &ref, &plain);
+    const Tensor x = dx.t.rows(0, M);
+    for (int algo = 0; algo <= kMaxCublasAlgo; ++algo) {
+      SCOPED_TRACE(::testing::Message() << "M " << M << " algo " << algo);
+      FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dy, test::alloc_poisoned(*gpu_, dt(), {M, N}));
+      const Status st = dispatcher().run_choice({GemmImpl::kCublas, -1, 0, algo},
+                                                args_of(x, dw.t, dy.t, nullptr, false),
+                                                gpu_->stream());
+      if (algo > 0 && st.code() == StatusCode::kUnsupported) continue;
+      FDPP_GPU_ASSERT_OK(st);
+      FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto out, test::download(*gpu_, dy.t));
+      EXPECT_TRUE(exactly_equal(out, ref, N));
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 6);  // the first answer at every M, and more than one somewhere
+
+  // A table whose entry names an answer past the last offered: linear() still runs.
+  GemmTableShape shape{"t", N, K, {{8, ImplChoice{GemmImpl::kCublas, -1, 0, kMaxCublasAlgo}, 1.0}}};
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(
+      TunedGemmTable table,
+      TunedGemmTable::create(GpuIdentity{"test", 1, 9, 0, 13000}, dt(), {shape}));
+  dispatcher().set_table(std::make_shared<TunedGemmTable>(std::move(table)));
+  std::vector<float> ref, plain;
+  expected(in, d, 8, {false, false}, dt(), &ref, &plain);
+  FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dy, test::alloc_poisoned(*gpu_, dt(), {8, N}));
+  const Status st = gpu_->linear(dx.t.rows(0, 8), dw.t, dy.t, {});
+  dispatcher().set_table(nullptr);
+  FDPP_GPU_ASSERT_OK(st);
   FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto out, test::download(*gpu_, dy.t));
   EXPECT_TRUE(exactly_equal(out, ref, N));
 }

@@ -35,6 +35,10 @@ struct GemmBenchOptions {
   // Split-K counts to time for ImplA / ImplB (each resolved as the planner would
   // clamp it; duplicates dropped). Empty: only the planner's own choice.
   std::vector<int> splits;
+  // cuBLASLt: its heuristic's first this-many answers are each timed (the tuner's
+  // profiling of the library's algorithms); an index the heuristic does not offer for a
+  // shape is skipped.
+  int cublas_algos = 1;
   int reps = 30;                              // timed graph replays per measurement
   int min_calls = 16;                         // calls per graph (at least one per copy)
   int min_copies = 8;                         // weight copies rotated through

@@ -39,11 +39,12 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
   return out;
 }
 
-int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits) {
+int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits,
+                               int cublas_algos) {
   const int64_t per_kernel = 1 + static_cast<int64_t>(extra_splits);
   int64_t per_shape = 0;
   for (int m : ms) {
-    per_shape += 1;  // cuBLASLt
+    per_shape += std::max(1, cublas_algos);  // cuBLASLt (at most: a shape may offer fewer)
     if (m <= GemvConfig::kMaxM) per_shape += per_kernel;
     for (const FlatConfigDesc& c : kFlatConfigs)
       if (m <= c.max_m()) per_shape += per_kernel;
@@ -63,6 +64,7 @@ Result<std::vector<GemmTiming>> measure_gemm_timings(CudaBackend& be,
   bo.min_calls = o.min_calls;
   bo.min_copies = o.min_copies;
   bo.splits = o.splits;
+  bo.cublas_algos = o.cublas_algos;
   const int64_t l2 = be.props().l2CacheSize;
   bo.rotate_bytes = o.rotate_bytes > 0 ? o.rotate_bytes : std::max<int64_t>(4 * l2, int64_t{64} << 20);
   FDPP_ASSIGN_OR_RETURN(std::vector<GemmMeasurement> ms, run_gemm_bench(be, bo, progress));

@@ -33,6 +33,9 @@ struct GemmTuneOptions {
   // --splits): the split is part of a table entry, and on the H200 the planner's cost
   // model misjudged it (QKV at M = 8: one split leaves SMs with 2 CTAs beside SMs with 1).
   std::vector<int> splits;
+  // cuBLASLt's heuristic answers timed per (shape, M): the table keeps the fastest
+  // (fdpp tune --cublas-algos).
+  int cublas_algos = 4;
 };
 
 // 1..min(64, max_m), then 80, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512 up to
@@ -49,7 +52,8 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
 // How many timings the sweep makes at most (a progress bar's total): GEMV up to its
 // largest M, each flat configuration up to its tile (each with the planner's split and up
 // to `extra_splits` more), cuBLASLt everywhere.
-int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits = 0);
+int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits = 0,
+                               int cublas_algos = 1);
 
 // Times every implementation on every (shape, M) of tune_ms(o.max_m).
 Result<std::vector<GemmTiming>> measure_gemm_timings(

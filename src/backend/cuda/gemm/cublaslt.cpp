@@ -51,7 +51,10 @@ void CublasLtGemm::destroy(Plan& plan) {
 
 Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key, const void* bias) {
   if (auto it = plans_.find(key); it != plans_.end()) return &it->second;
-  const auto [m, n, k, dtype, accumulate, align_x, align_w, align_y, align_bias] = key;
+  const auto [m, n, k, dtype, accumulate, align_x, align_w, align_y, align_bias, algo] = key;
+  if (algo < 0 || algo >= kMaxHeuristicAnswers)
+    return InvalidArgument(fmt::format("cuBLASLt algorithm index {} outside [0, {})", algo,
+                                       kMaxHeuristicAnswers));
   const cudaDataType_t type = cuda_type(dtype);
 
   Plan p;
@@ -92,7 +95,7 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key, const void*
 
   cublasLtMatmulPreference_t pref = nullptr;
   FDPP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kMaxHeuristicAnswers] = {};
   int found = 0;
   const uint64_t max_ws = workspace_.bytes();
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
@@ -105,17 +108,19 @@ Result<const CublasLtGemm::Plan*> CublasLtGemm::plan(const Key& key, const void*
   for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; ++i)
     st = cublasLtMatmulPreferenceSetAttribute(pref, align_attrs[i], &aligns[i], sizeof(uint32_t));
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result,
-                                        &found);
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, algo + 1,
+                                        results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   FDPP_CUBLAS_CHECK(st);
-  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+  if (found <= algo || results[algo].state != CUBLAS_STATUS_SUCCESS)
     return Unsupported(fmt::format(
-        "cuBLASLt has no algorithm for linear M={} N={} K={} {}{}{} (alignment x {} w {} y {}{})",
-        m, n, k, dtype_name(dtype), accumulate ? " accumulate" : "", align_bias ? " bias" : "",
-        align_x, align_w, align_y, align_bias ? fmt::format(" bias {}", align_bias) : ""));
-  p.algo = result.algo;
-  p.workspace = result.workspaceSize;
+        "cuBLASLt has {} algorithm(s), not {}, for linear M={} N={} K={} {}{}{} (alignment x {} "
+        "w {} y {}{})",
+        found, algo + 1, m, n, k, dtype_name(dtype), accumulate ? " accumulate" : "",
+        align_bias ? " bias" : "", align_x, align_w, align_y,
+        align_bias ? fmt::format(" bias {}", align_bias) : ""));
+  p.algo = results[algo].algo;
+  p.workspace = results[algo].workspaceSize;
   guard.p = nullptr;
   return &plans_.emplace(key, p).first->second;
 }
@@ -137,8 +142,8 @@ Status CublasLtGemm::run(const LinearParams& p, cudaStream_t stream) {
   // The fused bias: 16-byte aligned biases only (smaller alignments have failed at run
   // time in other engines' use of this epilogue, whatever the heuristic promised).
   if (p.bias != nullptr && alignment_of(p.bias) >= 16) {
-    const Key key{p.m,    p.n,    p.k,    p.dtype, p.accumulate,
-                  align_x, align_w, align_y, alignment_of(p.bias)};
+    const Key key{p.m,     p.n,     p.k,     p.dtype,   p.accumulate,
+                  align_x, align_w, align_y, alignment_of(p.bias), p.algo};
     if (!no_bias_algo_.count(key)) {
       auto planned = this->plan(key, p.bias);
       if (planned.ok()) {
@@ -155,7 +160,7 @@ Status CublasLtGemm::run(const LinearParams& p, cudaStream_t stream) {
       no_bias_algo_.insert(key);  // remembered: the heuristic is not asked again per call
     }
   }
-  const Key key{p.m, p.n, p.k, p.dtype, p.accumulate, align_x, align_w, align_y, 0u};
+  const Key key{p.m, p.n, p.k, p.dtype, p.accumulate, align_x, align_w, align_y, 0u, p.algo};
   FDPP_ASSIGN_OR_RETURN(const Plan* plan, this->plan(key, nullptr));
   FDPP_CUBLAS_CHECK(cublasLtMatmul(handle_, plan->op, &alpha, p.w, plan->a, p.x, plan->b, &beta,
                                    p.y, plan->c, p.y, plan->c, &plan->algo, workspace_.data(),

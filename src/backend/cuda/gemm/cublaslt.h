@@ -27,6 +27,7 @@
 #include <set>
 #include <tuple>
 
+#include "backend/gemm_plan.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
@@ -43,12 +44,18 @@ struct LinearParams {
   DType dtype = DType::kF16;  // x, w and y: f16 or bf16
   bool accumulate = false;    // y += x·wᵀ (the residual add as the GEMM's epilogue)
   const void* bias = nullptr;  // (n), dtype: added to every row of y; nullptr: none
+  // Which of the heuristic's answers for this problem runs: 0 its first (the library's
+  // pick), i > 0 the (i+1)-th, which `fdpp tune` found faster on this GPU. Unsupported
+  // when the heuristic offers fewer.
+  int algo = 0;
 };
 
 class CublasLtGemm {
  public:
   // 32 MB is what cuBLAS recommends on Hopper for its largest kernels.
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+  // Heuristic answers a plan may pick from (LinearParams::algo < this).
+  static constexpr int kMaxHeuristicAnswers = kMaxCublasAlgo + 1;
 
   // Takes ownership of `workspace` (device memory of at least kWorkspaceBytes).
   static Result<std::unique_ptr<CublasLtGemm>> create(Buffer workspace);
@@ -61,10 +68,11 @@ class CublasLtGemm {
 
  private:
   // (m, n, k, dtype, accumulate, alignment of x, w, y, alignment of the bias or 0 for
-  // none): the heuristic's answer depends on pointer alignment (the bias's too, which
-  // it reads from the descriptor's bias pointer), so a less aligned view gets its own plan.
+  // none, heuristic index): the heuristic's answer depends on pointer alignment (the
+  // bias's too, which it reads from the descriptor's bias pointer), so a less aligned view
+  // gets its own plan.
   using Key = std::tuple<int64_t, int64_t, int64_t, DType, bool, uint32_t, uint32_t, uint32_t,
-                         uint32_t>;
+                         uint32_t, int>;
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr;  // W as K × N, ld K

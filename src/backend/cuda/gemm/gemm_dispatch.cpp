@@ -91,11 +91,18 @@ GemmPlan GemmDispatcher::plan(const GemmArgs& a) const {
 }
 
 Status GemmDispatcher::run(const GemmArgs& a, KernelStream stream) {
-  const GemmPlan p = plan(a);
+  GemmPlan p = plan(a);
   if (p.fallback != nullptr &&
       logged_fallbacks_.emplace(a.m, a.n, a.k, policy_).second)
     spdlog::debug("linear M={} N={} K={}: --gemm {} cannot run here ({}); cuBLASLt runs it", a.m,
                   a.n, a.k, gemm_policy_name(policy_), p.fallback);
+  const Status s = execute(p, a, stream);
+  if (s.code() != StatusCode::kUnsupported || p.choice.impl != GemmImpl::kCublas ||
+      p.choice.algo == 0)
+    return s;
+  // The table names a cuBLASLt answer the heuristic does not offer for this call (a less
+  // aligned view than the tuner's, say): the library's own pick, as without a table.
+  p.choice.algo = 0;
   return execute(p, a, stream);
 }
 
@@ -127,6 +134,7 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
     lp.k = a.k;
     lp.dtype = a.dtype;
     lp.accumulate = a.accumulate;
+    lp.algo = c.algo;
     if (!set_bias(lp, a.bias))
       return Unsupported(fmt::format(
           "linear M={} N={} K={}: the cuBLASLt path has no bias epilogue in this build", a.m, a.n,
