@@ -265,12 +265,14 @@ TEST_P(Gemm, CublasBias) {
   EXPECT_TRUE(exactly_equal(out, ref, N));
 }
 
-// Every cuBLASLt heuristic answer the tuner may pick (ImplChoice::algo) computes the same
-// exact integer products; an index the heuristic does not offer is Unsupported from
-// run_choice, and a table naming one still runs, with the library's own pick.
+// Every cuBLASLt heuristic answer the tuner may pick (ImplChoice::algo) is within the
+// GEMM tolerance of the reference (answers differ in split-K and summation order, and a
+// split-K answer may reduce its partials in the output type, so not bit for bit); an index
+// the heuristic does not offer is Unsupported from run_choice, and a table naming one still
+// runs, with the library's own pick.
 TEST_P(Gemm, CublasHeuristicAnswersAgree) {
   const int64_t N = 4104, K = 1024;
-  const Inputs in = integer_inputs(64, N, K, 23);
+  const Inputs in = random_inputs(64, N, K, 23, dt());
   FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dx, test::upload(*gpu_, in.x, dt(), {64, K}));
   FDPP_GPU_ASSERT_OK_AND_ASSIGN(DeviceTensor dw, test::upload(*gpu_, in.w, dt(), {N, K}));
   const Dots d = dots(in);
@@ -288,7 +290,7 @@ TEST_P(Gemm, CublasHeuristicAnswersAgree) {
       if (algo > 0 && st.code() == StatusCode::kUnsupported) continue;
       FDPP_GPU_ASSERT_OK(st);
       FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto out, test::download(*gpu_, dy.t));
-      EXPECT_TRUE(exactly_equal(out, ref, N));
+      EXPECT_TRUE(test::close_by_flash_rule(out, ref, plain, dt(), "cuBLASLt answer"));
       ++ran;
     }
   }
@@ -307,7 +309,7 @@ TEST_P(Gemm, CublasHeuristicAnswersAgree) {
   dispatcher().set_table(nullptr);
   FDPP_GPU_ASSERT_OK(st);
   FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto out, test::download(*gpu_, dy.t));
-  EXPECT_TRUE(exactly_equal(out, ref, N));
+  EXPECT_TRUE(test::close_by_flash_rule(out, ref, plain, dt(), "table's cuBLASLt answer"));
 }
 
 // ---- routing ---------------------------------------------------------------------
