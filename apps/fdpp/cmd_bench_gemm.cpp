@@ -101,8 +101,6 @@ int run_bench_gemm(const BenchGemmOptions& o) {
       if (v < 1) return fail("--splits: counts must be positive");
     bo.splits = *sp;
   }
-  if (o.cublas_algos < 1 || o.cublas_algos > kMaxCublasAlgo + 1)
-    return fail(fmt::format("--cublas-algos must be in 1..{}", kMaxCublasAlgo + 1));
   bo.cublas_algos = o.cublas_algos;
   bo.gemv = bo.flat = bo.cublas = false;
   for (const std::string& i : split_list(o.impls)) {
@@ -266,9 +264,7 @@ void add_bench_gemm(CLI::App& app, int& exit_code) {
   sub->add_option("-o,--output", o->output, "md or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
-  sub->add_option("--cublas-algos", o->cublas_algos,
-                  "time cuBLASLt's first N heuristic answers (1: the library's own pick)")
-      ->capture_default_str();
+  add_cublas_algos_option(sub, o->cublas_algos);
   add_pdl_option(sub, o->pdl);
   sub->add_option("--json-out", o->json_out, "also write the JSON (every measurement) to this file");
   sub->callback([o, &exit_code] { exit_code = run_bench_gemm(*o); });

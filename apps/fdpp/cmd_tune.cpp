@@ -100,8 +100,6 @@ int run_tune(const TuneOptions& o) {
   for (int v : o.splits)
     if (v < 1) return fail("--splits: counts must be positive");
   to.splits = o.splits;
-  if (o.cublas_algos < 1 || o.cublas_algos > kMaxCublasAlgo + 1)
-    return fail(fmt::format("--cublas-algos must be in 1..{}", kMaxCublasAlgo + 1));
   to.cublas_algos = o.cublas_algos;
   const std::vector<int> ms = cuda::tune_ms(o.max_m);
   const int passes = o.no_verify ? 1 : 2;
@@ -253,10 +251,7 @@ void add_tune(CLI::App& app, int& exit_code) {
                   "split-K counts to time for GEMV and flat GEMM besides the planner's, e.g. "
                   "1,2,3,4,6,8 (slower sweep, better table)")
       ->delimiter(',');
-  sub->add_option("--cublas-algos", o->cublas_algos,
-                  "cuBLASLt: time the heuristic's first N answers and keep the fastest (1: the "
-                  "library's own pick)")
-      ->capture_default_str();
+  add_cublas_algos_option(sub, o->cublas_algos);
   sub->add_flag("--no-verify", o->no_verify,
                 "skip the second timing pass that measures the table's regret (half the time)");
   sub->callback([o, &exit_code] { exit_code = run_tune(*o); });

@@ -1,5 +1,7 @@
 #include "gemm_cli.h"
 
+#include "backend/gemm_plan.h"
+
 namespace fdpp::cli {
 
 void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
@@ -28,6 +30,14 @@ void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo) {
   eo->autotune = o.autotune;
   eo->pdl = o.pdl == "on";
   eo->fuse = o.fuse == "on";
+}
+
+void add_cublas_algos_option(CLI::App* sub, int& cublas_algos) {
+  sub->add_option("--cublas-algos", cublas_algos,
+                  "time cuBLASLt's first N heuristic answers and keep the fastest (1: the "
+                  "library's own pick)")
+      ->check(CLI::Range(1, kMaxCublasAlgo + 1))
+      ->capture_default_str();
 }
 
 void add_pdl_option(CLI::App* sub, std::string& pdl) {

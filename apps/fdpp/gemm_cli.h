@@ -25,5 +25,8 @@ void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo);
 // --pdl on|off: programmatic dependent launch between fdpp's kernels (with --gemm, since it
 // changes how each GEMM overlaps its neighbours; also on bench-gemm and tune).
 void add_pdl_option(CLI::App* sub, std::string& pdl);
+// --cublas-algos N: cuBLASLt's first N heuristic answers are timed (bench-gemm and tune);
+// CLI11 refuses values outside 1..kMaxCublasAlgo + 1.
+void add_cublas_algos_option(CLI::App* sub, int& cublas_algos);
 
 }  // namespace fdpp::cli
