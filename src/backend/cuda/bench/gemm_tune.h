@@ -34,8 +34,8 @@ struct GemmTuneOptions {
   // model misjudged it (QKV at M = 8: one split leaves SMs with 2 CTAs beside SMs with 1).
   std::vector<int> splits;
   // cuBLASLt's heuristic answers timed per (shape, M): the table keeps the fastest
-  // (fdpp tune --cublas-algos).
-  int cublas_algos = 4;
+  // (fdpp tune --cublas-algos; 1, the library's pick, unless asked: cmd_tune.cpp says why).
+  int cublas_algos = 1;
 };
 
 // 1..min(64, max_m), then 80, 96, 112, 128, 160, 192, 256, 320, 384, 448, 512 up to
