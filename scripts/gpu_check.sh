@@ -5,10 +5,10 @@
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
 # Stages: build unpack test models compare bench gemm attention calibrate tune pdl fuse ablation
-#   family baselines
+#   family baselines ncu ab
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
-#   FUSE_ARGS / FUSE_REPS /
+#   FUSE_ARGS / FUSE_REPS / NCU_ATTN_CONFIGS / AB_OTHER (required by ab) / AB_ARGS / AB_REPS /
 #   FAMILY_COMPARE_ARGS (e.g. --noise-floor: transformers' own fp16 error beside fdpp's)
 #   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
 #   models, default "opt-6.7b chatglm2-6b llama-2-13b").
@@ -253,6 +253,50 @@ for stage in "${stages[@]}"; do
           tail -6 "$WORK/baselines_$fm.log" >>"$summary"
         fi
         rm -rf "$dir" "$dir-glm"
+      done
+      ;;
+    ncu)
+      # Nsight Compute on the decode attention kernels, one configuration at a time
+      # (NCU_ATTN_CONFIGS: "B L Hq/Hkv" separated by ';'): the details page (speed of light,
+      # stall reasons, source counters) and the raw metrics as CSV. Clocks and caches are
+      # left as they are (a configuration that fits the L2 is then read from it on the
+      # profiled replay: keep L × heads × 512 bytes above ~50 MB).
+      ncu_bin=${NCU:-/usr/local/cuda/bin/ncu}
+      IFS=';' read -ra cfgs <<<"${NCU_ATTN_CONFIGS:-1 8192 32/32;8 8192 32/32;8 32768 32/8}"
+      for cfg in "${cfgs[@]}"; do
+        read -r b l h <<<"$cfg"
+        tag=ncu_b${b}_L${l}_${h/\//x}
+        "$ncu_bin" --set full --clock-control none --cache-control none -k regex:split_kernel \
+          --launch-skip 4 --launch-count 1 -o "$WORK/$tag" \
+          "$FDPP" bench-attention --what decode --softmax sync -b "$b" -L "$l" --heads "$h" -r 5 \
+          >"$WORK/$tag.log" 2>&1
+        "$ncu_bin" -i "$WORK/$tag.ncu-rep" --page details >"$WORK/$tag.txt" 2>&1
+        "$ncu_bin" -i "$WORK/$tag.ncu-rep" --page raw --csv >"$WORK/$tag.csv" 2>&1
+        rm -f "$WORK/$tag.ncu-rep"
+        note "ncu decode B $b L $l $h: $(grep -E 'Duration|DRAM Throughput|L2 Cache Throughput' \
+          "$WORK/$tag.txt" | head -3 | tr -s ' ' | tr '\n' ' ') ($(stage_time $t0))"
+      done
+      ;;
+    ab)
+      # A/B of two builds end to end: AB_OTHER (an fdpp binary, or one compressed with xz,
+      # e.g. the previous commit's) and this build, engines started alternately AB_REPS times
+      # (engines started minutes apart differ by about ±2%: only interleaved runs resolve a
+      # few percent). AB_ARGS: the bench arguments.
+      other=$BUILD/fdpp_other  # outside $WORK: results.tgz stays small
+      case ${AB_OTHER:?ab needs AB_OTHER} in
+        *.xz) xz -dc "$AB_OTHER" >"$other" ;;
+        *) cp "$AB_OTHER" "$other" ;;
+      esac
+      chmod +x "$other"
+      for rep in $(seq "${AB_REPS:-2}"); do
+        for v in other this; do
+          bin=$FDPP; [ "$v" = other ] && bin=$other
+          # shellcheck disable=SC2086
+          "$bin" bench -m "$MODELS_TMP/$MODEL" ${AB_ARGS:--b 1,8 -p 1024,8192 -n 64 -r 2} \
+            >"$WORK/ab_${v}_$rep.md" 2>"$WORK/ab_${v}_$rep.err"
+          note "ab $v run $rep: exit $? ($(stage_time $t0))"
+          grep -E '^\| *[0-9]' "$WORK/ab_${v}_$rep.md" >>"$summary"
+        done
       done
       ;;
     baselines)
