@@ -19,12 +19,19 @@
 //  including MHA (gc = 1), where 15/16 of the A rows are idle but cost nothing that binds.
 //
 // Data flow: each of the 4 warps owns every 4th warp tile of the split (kWK keys = 4 KB of K
-// and 4 KB of V) and streams them through its own kStages-deep cp.async ring in shared
-// memory, so no CTA barrier sits in the key loop (only __syncwarp); each warp keeps its own
-// softmax state and Oᵀ accumulator, merged once at the end of the split. Shared memory per
-// CTA: 4 warps × 3 stages × 8 KB = 96 KB (dynamic) → 2 CTAs (8 warps) per SM, each warp with
-// 2 tiles (16 KB) in flight while it computes the third: ~128 KB in flight per SM, far above
-// the ~35 KB that Little's law asks at 4.6 TB/s / 132 SMs and ~1 µs latency.
+// and 4 KB of V) and streams them through its own kStages-deep ring in shared memory, so no
+// CTA barrier sits in the key loop (only __syncwarp); each warp keeps its own softmax state
+// and Oᵀ accumulator, merged once at the end of the split.
+//
+// The copies (branch exp/tma-decode, not yet measured): Hopper's TMA unit, one
+// cp.async.bulk.tensor per 64-dim half of a K or V warp tile (2 KB at D 128: 4 per tile),
+// issued by lane 0 and completing on the stage's mbarrier, through tensor maps of the
+// layer's K and V caches (backend/cuda/tensor_map.h) with the 128-byte swizzle. They
+// replace 16 per-thread 16-byte cp.async per lane per tile, which left a lone CTA per SM at
+// 74% of DRAM bandwidth, and per-row bulk copies (32 per tile), which were slower still
+// (docs/techniques.md). Rows past the split's end (garbage, possibly NaN, past a sequence)
+// land too: the warp zeroes those V rows before its P·V (P = 0 there, and 0·NaN = NaN).
+// Shared memory per CTA: 4 warps × 3 stages × 8 KB + 1 KB of alignment = 97 KB → 2 CTAs per SM.
 //
 // Rounding: Q and K enter the first mma as stored (exact products, fp32 accumulation);
 // t = s·scale·log2(e) in fp32. P is rounded to the element type for the second mma and the
@@ -50,6 +57,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/tensor_map.h"
 
 namespace fdpp::cuda::decode {
 
@@ -60,20 +68,24 @@ struct MmaTile {
   static constexpr int kNT = kWK / 8;        // n8 tiles of S (8 keys each)
   static constexpr int kDSteps = kD / 16;    // Q·K k-steps over D, = m16 tiles of Oᵀ
   static constexpr int kChunks = kD / 8;     // 16-byte chunks per K/V row
-  static constexpr int kStages = 3;          // per-warp cp.async ring depth
-  static constexpr int kTileElems = kWK * kD;          // one K (or V) warp tile
-  static constexpr int kStageElems = 2 * kTileElems;   // K tile then V tile
-  static constexpr int kWarpElems = kStages * kStageElems;
-  static constexpr int kCopies = kTileElems / 8 / 32;  // 16-byte copies per lane per tensor
+  static constexpr int kStages = 3;          // per-warp ring depth
+  static constexpr int kHalves = kD / 64;    // TMA boxes per K or V tile: 64 dims (128 B) each
+  static constexpr int kBoxBytes = kWK * 128;          // one box: kWK rows × 128 bytes
+  static constexpr int kTileBytes = kHalves * kBoxBytes;  // one K (or V) warp tile
+  static constexpr int kStageBytes = 2 * kTileBytes;      // K tile then V tile
   // Oᵀ reduction buffer (warp, head, dim) fp32; the row stride kD + 4 puts the 8 heads a
   // quad of lanes writes on distinct banks.
   static constexpr int kRedStride = kD + 4;
-  static constexpr size_t kPipeBytes = size_t{kWarps} * kWarpElems * 2;
+  // The 128-byte swizzle repeats every 1024 bytes, so every box lands 1024-aligned: the
+  // ring starts at the first 1024-byte boundary of the dynamic shared memory.
+  static constexpr size_t kAlign = 1024;
+  static constexpr size_t kPipeBytes = size_t{kWarps} * kStages * kStageBytes;
   static constexpr size_t kRedBytes = size_t{kWarps} * kMaxG * kRedStride * 4;
-  static constexpr size_t kSmemBytes = kPipeBytes;  // red and the fallback reuse the ring
+  static constexpr size_t kSmemBytes = kPipeBytes + kAlign;  // red and the fallback reuse it
 
   static_assert(kD == 64 || kD == 128, "the mma decode kernel takes head_dim 64 or 128");
-  static_assert(kWK % 16 == 0 && kChunks >= 8, "16-key steps; the XOR swizzle needs 8 chunks");
+  static_assert(kWK % 16 == 0 && kD % 64 == 0, "16-key steps; whole 128-byte boxes");
+  static_assert(kBoxBytes % kAlign == 0, "every box stays 1024-byte aligned");
   static_assert(kThreads == 128 && kMaxG == 8, "4 warps; heads on the 8-column side");
   static_assert(decode_tile_keys(kD, true) % kWK == 0,
                 "split boundaries (split_plan.h tiles) fall on warp-tile boundaries");
@@ -120,46 +132,70 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
-__device__ __forceinline__ void cp_async_16_u32(uint32_t dst, const void* src, bool fill) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(fill ? 16 : 0)
+// The mbarrier protocol of one ring stage: lane 0 arrives with the byte count the stage's
+// boxes will deliver (expect_tx), the TMA completes those bytes, and the phase flips when
+// both are done; readers wait for the parity of the stage's use.
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
+__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// One box of `map` at (column x, row y) into shared memory `dst` (1024-byte aligned),
+// completing on mbarrier `bar`.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map, int x, int y,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
 
-// Byte offset of 16-byte chunk c of row r in a (rows, kD) b16 tile. A row is 128 or 256
-// bytes, so the 8 rows one ldmatrix phase reads at the same chunk would share 4 banks;
-// XOR-ing the chunk with r % 8 spreads them over all 32. Used by the copies and the reads.
+// Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8
+// (64 dims), its row r (128 bytes), chunk c % 8 swizzled by the TMA's 128-byte pattern.
 template <int kD>
-__device__ __forceinline__ uint32_t mma_swz(int r, int c) {
-  return static_cast<uint32_t>(r * kD * 2 + ((c ^ (r & 7)) << 4));
+__device__ __forceinline__ uint32_t mma_tile_offset(int r, int c) {
+  return static_cast<uint32_t>((c >> 3) * MmaTile<kD>::kBoxBytes + r * 128 +
+                               (((c & 7) ^ (r & 7)) << 4));
 }
 
-// Copies warp tile `wt` of the split (keys begin + wt·kWK ...) of K and V into one stage of
-// the calling warp's ring: 4 KB of consecutive global memory per tensor, 512 contiguous bytes
-// per warp instruction. Keys past `end` are zero-filled without being read (positions past a
-// sequence may hold NaN; the zero V rows then meet P = 0 and stay 0).
-template <int kD, class T>
-__device__ __forceinline__ void mma_issue_tile(uint32_t stage, const T* kg, const T* vg, int wt,
-                                               int begin, int end, int lane) {
+// Issues warp tile `wt` of the split (keys begin + wt·kWK ...) of K and V into one stage of
+// the calling warp's ring (lane 0 only: kHalves boxes per tensor). row0: the tensor maps'
+// row of (slot, kv head, key 0).
+template <int kD>
+__device__ __forceinline__ void mma_issue_tile(uint32_t stage, uint32_t bar, const CUtensorMap& tk,
+                                               const CUtensorMap& tv, int row0, int wt, int begin,
+                                               int lane) {
   using Tl = MmaTile<kD>;
-  constexpr int kRowsPerCopy = 32 / Tl::kChunks;  // rows one warp instruction covers
-  const int key0 = begin + wt * Tl::kWK;
-  const int r0 = lane / Tl::kChunks, c = lane % Tl::kChunks;
+  if (lane != 0) return;
+  const int y = row0 + begin + wt * Tl::kWK;
+  mbar_arrive_expect_tx(bar, Tl::kStageBytes);
 #pragma unroll
-  for (int i = 0; i < Tl::kCopies; ++i) {
-    const int r = r0 + i * kRowsPerCopy;
-    const bool fill = key0 + r < end;
-    // An unfilled copy reads nothing, but its address is still formed: keep it in range.
-    const int64_t src = static_cast<int64_t>(fill ? key0 + r : begin) * kD + c * 8;
-    const uint32_t dst = stage + mma_swz<kD>(r, c);
-    cp_async_16_u32(dst, kg + src, fill);
-    cp_async_16_u32(dst + Tl::kTileElems * 2, vg + src, fill);
+  for (int h = 0; h < Tl::kHalves; ++h) {
+    tma_load_2d(stage + h * Tl::kBoxBytes, tk, 64 * h, y, bar);
+    tma_load_2d(stage + Tl::kTileBytes + h * Tl::kBoxBytes, tv, 64 * h, y, bar);
   }
-  cp_async_commit();
 }
 
+// tk, tv: tensor maps of the layer's K and V caches as (n_slots · n_kv_heads · capacity,
+// kD) matrices with kWK × 64 boxes (launch_decode_mma encodes them).
 template <int kD, class T, SoftmaxPolicy kPolicy>
-__global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodeParams p) {
+__global__ void __launch_bounds__(kThreads, 2)
+    mma_split_kernel(const DecodeParams p, const __grid_constant__ CUtensorMap tk,
+                     const __grid_constant__ CUtensorMap tv) {
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
   using Tl = MmaTile<kD>;
@@ -169,9 +205,10 @@ __global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodePara
   constexpr UnifiedType kRange =
       std::is_same_v<T, __half> ? UnifiedType::kF16P : UnifiedType::kBF16P;
 
-  // (warp, stage, {K, V}, kWK, kD) b16, swizzled; after the loop: red (warp, head, kRedStride)
-  // fp32, then a FallbackSmem.
+  // From the first 1024-byte boundary: (warp, stage, {K, V}, box, kWK, 128 bytes), swizzled;
+  // after the loop: red (warp, head, kRedStride) fp32, then a FallbackSmem, from smem.
   extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ __align__(8) uint64_t s_bar[kWarps][Tl::kStages];  // (warp, stage): full
   __shared__ float s_wm[kWarps][kMaxG], s_wl[kWarps][kMaxG];  // (warp, head): warp partials
   __shared__ float sm_m[kMaxG], sm_l[kMaxG];                  // (head): the split's m and l
   __shared__ int s_bad[kMaxG];                                // (head): unified, one split
@@ -203,15 +240,10 @@ __global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodePara
   // ldmatrix row addresses: lanes 8i..8i+7 give the 8 rows of matrix i; matrices 0/1 are
   // chunk pair (2s, 2s+1) of rows 0..7, matrices 2/3 the same of rows 8..15. For K (plain)
   // that yields b0, b1 of n8 tiles 2jj and 2jj+1 at k-step s; for V (.trans) a0..a3 of Vᵀ's
-  // m16 tile s at key step jj. Rows are multiples of 8 plus lane % 8, so the swizzle XOR is
-  // the per-lane lane % 8 and the offset splits into 4 per-lane bases (by s % 4) + constants.
+  // m16 tile s at key step jj. Rows are 16·row16 + lrow, so the swizzle's row term is lrow % 8.
   const int lrow = (lane & 7) + 8 * (lane >> 4), lchunk = (lane >> 3) & 1;
-  uint32_t fbase[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-    fbase[i] = static_cast<uint32_t>(lrow * kD * 2 + (((2 * i + lchunk) ^ (lane & 7)) << 4));
   auto frag = [&](int row16, int s) -> uint32_t {
-    return fbase[s & 3] + static_cast<uint32_t>(row16 * 16 * kD * 2 + ((s >> 2) << 7));
+    return mma_tile_offset<kD>(16 * row16 + lrow, 2 * s + lchunk);
   };
 
   float acc[kDS][4];  // Oᵀ: m16 tile i = dims 16i..; c0/c1 heads 2tq, 2tq+1 of dim 16i + g
@@ -228,34 +260,48 @@ __global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodePara
     phi = g < gc ? unified_phi_log2(p, w.slot, w.h0 + g, kRange, w.len) : 0.f;
   const float scale = p.scale_log2;
 
-  const T* kg = static_cast<const T*>(p.k) + w.kv_offset;  // (capacity, D) of (slot, kvh)
-  const T* vg = static_cast<const T*>(p.v) + w.kv_offset;  // (capacity, D)
-  const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) +
-                        static_cast<uint32_t>(warp * Tl::kWarpElems * 2);
-  constexpr uint32_t kStageBytes = Tl::kStageElems * 2, kVOff = Tl::kTileElems * 2;
+  constexpr uint32_t kStageBytes = Tl::kStageBytes, kVOff = Tl::kTileBytes;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t ring = ((smem_base + Tl::kAlign - 1) & ~uint32_t{Tl::kAlign - 1}) +
+                        static_cast<uint32_t>(warp * kStages) * kStageBytes;
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(&s_bar[warp][0]));
+  if (lane < kStages) mbar_init(bars + 8 * lane, 1);  // one arrival (lane 0's) per phase
+  // The initialised barriers must be visible to the TMA unit (the async proxy) before a
+  // copy signals them.
+  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
+                   : "memory");
+  __syncwarp();
+  const int row0 = static_cast<int>(w.kv_offset / kD);  // the maps' row of key 0
   const int n_wt = ceil_div(w.end - w.begin, kWK);
   const int my_tiles = n_wt > warp ? (n_wt - warp + kWarps - 1) / kWarps : 0;
 
 #pragma unroll
-  for (int i = 0; i < kStages - 1; ++i) {
+  for (int i = 0; i < kStages - 1; ++i)
     if (i < my_tiles)
-      mma_issue_tile<kD, T>(ring + i * kStageBytes, kg, vg, warp + i * kWarps, w.begin, w.end,
-                            lane);
-    else
-      cp_async_commit();  // empty groups keep the wait count uniform
-  }
+      mma_issue_tile<kD>(ring + i * kStageBytes, bars + 8 * i, tk, tv, row0, warp + i * kWarps,
+                         w.begin, lane);
   int rd = 0, wr = kStages - 1;  // ring stages read / written this iteration
+  unsigned parity = 0;           // bit s: the parity of stage s's next phase
   for (int i = 0; i < my_tiles; ++i) {
     // Refill the stage read in iteration i - 1 (released by its closing __syncwarp).
     if (i + kStages - 1 < my_tiles)
-      mma_issue_tile<kD, T>(ring + wr * kStageBytes, kg, vg, warp + (i + kStages - 1) * kWarps,
-                            w.begin, w.end, lane);
-    else
-      cp_async_commit();
-    cp_async_wait<kStages - 1>();  // this lane's copies of tile i have landed ...
-    __syncwarp();                  // ... and the other lanes' are visible
+      mma_issue_tile<kD>(ring + wr * kStageBytes, bars + 8 * wr, tk, tv, row0,
+                         warp + (i + kStages - 1) * kWarps, w.begin, lane);
+    mbar_wait_parity(bars + 8 * rd, (parity >> rd) & 1u);  // tile i has landed
+    parity ^= 1u << rd;
     const uint32_t kt = ring + rd * kStageBytes, vt = kt + kVOff;
     const int key0 = w.begin + (warp + i * kWarps) * kWK;
+    if (key0 + kWK > w.end) {
+      // The split's last tile, cut short: zero the V rows past the end. It is the warp's
+      // last tile, so no TMA writes this stage again after these generic stores.
+      const int first = max(w.end - key0, 0);
+      for (int e = lane; e < (kWK - first) * Tl::kHalves * 8; e += 32) {
+        const int r = first + e / (Tl::kHalves * 8), c = e % (Tl::kHalves * 8);
+        const uint32_t a = vt + mma_tile_offset<kD>(r, c);
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
+      }
+      __syncwarp();
+    }
 
     // ---- S = Q·Kᵀ: s[j] = head g × keys key0 + 8j + 2tq + {0, 1} (c2, c3: zero rows) ----
     float s[kNT][4];
@@ -359,8 +405,8 @@ __global__ void __launch_bounds__(kThreads, 2) mma_split_kernel(const DecodePara
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
   }
   if (tq == 0) s_wm[warp][g] = m, s_wl[warp][g] = l;
-  cp_async_wait<0>();  // only empty groups remain; nothing may land in the ring below
-  __syncthreads();     // every warp is out of its ring (red aliases all of them) and s_w* is set
+  // Every box issued was waited for, so nothing lands in the ring below.
+  __syncthreads();  // every warp is out of its ring (red aliases all of them) and s_w* is set
 
   float* red = reinterpret_cast<float*>(smem);  // (warp, head, kRedStride) fp32
   {
@@ -438,10 +484,16 @@ Status launch_decode_mma(const DecodeParams& p, KernelStream stream) {
   auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
   FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tl::kSmemBytes)));
+  // The layer's caches as (n_slots · n_kv_heads · capacity, head_dim) matrices.
+  const int64_t rows = int64_t{p.n_slots} * p.n_kv_heads * p.capacity;
+  CUtensorMap tk, tv;
+  FDPP_RETURN_IF_ERROR(encode_b16_tensor_map_sw128(p.k, rows, kHeadDim, Tl::kWK, kDType, &tk));
+  FDPP_RETURN_IF_ERROR(encode_b16_tensor_map_sw128(p.v, rows, kHeadDim, Tl::kWK, kDType, &tv));
   const dim3 grid(static_cast<unsigned>(p.num_splits),
                   static_cast<unsigned>(p.n_kv_heads * p.head_groups),
                   static_cast<unsigned>(p.batch));
-  FDPP_KERNEL_CHECK(launch_kernel(kernel, grid, decode::kThreads, Tl::kSmemBytes, stream, p));
+  FDPP_KERNEL_CHECK(
+      launch_kernel(kernel, grid, decode::kThreads, Tl::kSmemBytes, stream, p, tk, tv));
   return Status::Ok();
 }
 
