@@ -178,10 +178,11 @@ TEST(SplitPlan, TensorCoreKernelExceptLargeMha) {
   EXPECT_TRUE(decode_uses_tensor_cores(64, true, 2, 1, 1 << 20));
   // MHA below the threshold, or with the length unknown, too.
   EXPECT_TRUE(decode_uses_tensor_cores(128, true, 1, 1, 8192));
-  EXPECT_TRUE(decode_uses_tensor_cores(128, true, 1, 8, 2047));
+  EXPECT_TRUE(decode_uses_tensor_cores(128, true, 1, 8, 4095));
+  EXPECT_TRUE(decode_uses_tensor_cores(128, true, 1, 1, 16384));
   EXPECT_TRUE(decode_uses_tensor_cores(128, true, 1, 8, 0));
-  // MHA at batch × length >= 16K keys streams faster on the CUDA cores.
-  EXPECT_FALSE(decode_uses_tensor_cores(128, true, 1, 8, 2048));
+  // MHA at batch × length >= 32K keys streams as fast or faster on the CUDA cores.
+  EXPECT_FALSE(decode_uses_tensor_cores(128, true, 1, 8, 4096));
   EXPECT_FALSE(decode_uses_tensor_cores(128, true, 1, 1, 32768));
   // No tensor-core kernel for other head dims, nor for unaligned (generic) launches.
   EXPECT_FALSE(decode_uses_tensor_cores(256, true, 4, 1, 128));

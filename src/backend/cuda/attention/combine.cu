@@ -3,12 +3,14 @@
 // which is the exact softmax over all keys because each partial is relative to
 // its own max m_s (decode.h). Empty splits (l_s == 0, acc_s unwritten) are
 // skipped explicitly: their weight would be 2^-inf = 0, but 0 · (stale NaN) is NaN.
+// The weights and the sum: combine_common.cuh (written for latency).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include <string>
 
+#include "backend/cuda/attention/combine_common.cuh"
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
@@ -24,38 +26,16 @@ template <class T>
 __global__ void __launch_bounds__(kMaxThreads) combine_kernel(const DecodeParams p) {
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
-  __shared__ float sw[kDecodeMaxSplits];  // (split): 2^(m_s - m*), 0 for empty splits
-  __shared__ float s_den;                 // Σ_s sw[s] · l_s
+  __shared__ decode::SplitWeights sw;
 
   const int64_t row = blockIdx.x;  // b · n_heads + h
   const int S = p.num_splits, D = p.head_dim;
-  const float* pm = p.part_m + row * S;              // (S)
-  const float* pl = p.part_l + row * S;              // (S)
-  const float* pacc = p.part_acc + row * S * D;      // (S, D)
-
-  // l_s > 0 for every split with keys (its max key contributes 2^0 = 1); a NaN l
-  // counts as non-empty so that NaN inputs stay visible in the output.
-  float m_star = -INFINITY;
-  for (int s = 0; s < S; ++s)
-    if (pl[s] != 0.f) m_star = fmaxf(m_star, pm[s]);
-  for (int s = threadIdx.x; s < S; s += blockDim.x)
-    sw[s] = pl[s] != 0.f ? exp2f(pm[s] - m_star) : 0.f;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float den = 0.f;
-    for (int s = 0; s < S; ++s) den = fmaf(sw[s], pl[s], den);
-    s_den = den;
-  }
-  __syncthreads();
-
-  const float den = s_den;
+  const float* pacc = p.part_acc + row * S * D;  // (S, D)
+  decode::stage_split_weights</*kRescale=*/true>(p.part_m + row * S, p.part_l + row * S, S, sw);
+  const float den = sw.den;
   T* out = static_cast<T*>(p.out) + row * D;  // (D)
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float o = 0.f;
-    for (int s = 0; s < S; ++s) {
-      const float ws = sw[s];
-      if (ws != 0.f) o = fmaf(ws, pacc[static_cast<int64_t>(s) * D + d], o);
-    }
+  for (int d = static_cast<int>(threadIdx.x); d < D; d += static_cast<int>(blockDim.x)) {
+    const float o = decode::weighted_split_sum(pacc, S, D, d, sw);
     // den == 0 only when every split is empty (length 0): attention over nothing is 0.
     out[d] = from_float<T>(den > 0.f ? o / den : 0.f);
   }

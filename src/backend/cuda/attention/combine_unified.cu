@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backend/cuda/attention/combine_common.cuh"
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
@@ -30,14 +31,9 @@ namespace fdpp::cuda {
 namespace {
 
 using decode::FallbackSmem;
+using decode::split_has_keys;
 using decode::kThreads;
 using decode::unified_phi_log2;
-
-// An empty split (no keys) is m = -inf, l = 0 with acc unwritten. A split whose scores
-// are all NaN also has m = -inf (fmaxf drops NaN), but its l is NaN: it is not empty.
-__device__ __forceinline__ bool split_has_keys(float m, float l) {
-  return m != -INFINITY || l != 0.f;
-}
 
 // The fallback of one row (rare): recompute the distrusted splits, merge in double.
 template <class T>
@@ -104,6 +100,7 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
   __shared__ FallbackSmem sm;
+  __shared__ decode::SplitWeights sw;
   const int tid = static_cast<int>(threadIdx.x);
   const int64_t row = blockIdx.x;  // b · n_heads + h
   const int b = static_cast<int>(row / p.n_heads), h = static_cast<int>(row % p.n_heads);
@@ -121,20 +118,12 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
     return;
   }
 
-  // Every thread scans the S (m, l) pairs: broadcast loads, no barrier needed.
-  float m_star = -INFINITY, den = 0.f;
-  for (int s = 0; s < S; ++s) {
-    const float m = pm[s], l = pl[s];
-    if (!split_has_keys(m, l)) continue;
-    m_star = fmaxf(m_star, m);
-    den += l;
-  }
-  float o0 = 0.f, o1 = 0.f;  // Σ_s acc_s of dims tid, tid + kThreads
-  for (int s = 0; s < S; ++s) {
-    if (!split_has_keys(pm[s], pl[s])) continue;
-    if (tid < D) o0 += pacc[s * D + tid];
-    if (tid + kThreads < D) o1 += pacc[s * D + tid + kThreads];
-  }
+  // Σ_s acc_s / Σ_s l_s over the splits with keys (weights 1: one φ for all).
+  decode::stage_split_weights</*kRescale=*/false>(pm, pl, S, sw);
+  const float m_star = sw.m_star, den = sw.den;
+  const float o0 = tid < D ? decode::weighted_split_sum(pacc, S, D, tid, sw) : 0.f;
+  const float o1 =
+      tid + kThreads < D ? decode::weighted_split_sum(pacc, S, D, tid + kThreads, sw) : 0.f;
   const float phi = unified_phi_log2(p, slot, h, type, len);
   const float v0 = o0 / den, v1 = o1 / den;
   const bool row_ok = unified_row_in_range(type, len, m_star - phi) && den > 0.f &&

@@ -38,15 +38,17 @@ constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
 }
 
 // Which fast kernel serves head_dim 64/128: the tensor-core one (decode_mma_kernel.cuh: Q·K
-// and P·V as mma.m16n8k16 with the group's query heads on the 8-wide side, 2 CTAs/SM) or
-// the CUDA-core one (decode_kernel.cuh: 2·group·head_dim FMAs per key, 32 KB of shared
-// memory, up to 7 CTAs/SM). Measured on the H200 (fdpp bench-attention, fp16, D = 128,
-// 2026-11-30): the tensor cores win every GQA configuration (32/8, B1 L32768: 46 vs 80 µs)
-// and MHA up to ~8K keys in all (B1 L1024: 11.9 vs 16.0 µs), but with batch × length at or
-// above 16K keys MHA is pure streaming and the CUDA-core kernel's occupancy keeps more
-// bytes in flight (B8 L8192: 256 vs 304 µs; B1 L32768: 143 vs 157 µs).
-// max_length 0 (unknown) picks the tensor cores.
-inline constexpr int64_t kDecodeMhaCudaCoreMinKeys = 16384;
+// and P·V as mma.m16n8k16 with the group's query heads on the 8-wide side, TMA copies, 2
+// CTAs/SM) or the CUDA-core one (decode_kernel.cuh: 2·group·head_dim FMAs per key, 32 KB of
+// shared memory, up to 7 CTAs/SM). Measured on the H200 (fdpp bench-attention, fp16, D =
+// 128, 2026-11-30 11:28 UTC, the two choices in alternating builds): the tensor cores win
+// every GQA configuration (32/8, B1 L32768: 40 vs 80 µs) and MHA below 32K keys in all
+// (batch × length 16K: 2.5-7.6% faster synchronized, 5-11% unified), but at 32K keys and
+// more MHA is pure streaming and the CUDA-core kernel's occupancy keeps as many bytes in
+// flight: synchronized 0.96-1.02x there (B2 L32768: 255.7 vs 266.9 µs), unified 1.01-1.05x
+// for the tensor cores. The synchronized policy is the default (docs/techniques.md), so
+// the threshold follows it. max_length 0 (unknown) picks the tensor cores.
+inline constexpr int64_t kDecodeMhaCudaCoreMinKeys = 32768;
 constexpr bool decode_uses_tensor_cores(int head_dim, bool fast_kernel, int group, int batch,
                                         int max_length) {
   if (!fast_kernel || (head_dim != 64 && head_dim != 128)) return false;
