@@ -202,7 +202,7 @@ void check_argmax(Backend& cpu, cuda::CudaBackend& gpu, std::vector<float> logit
 
 TEST_P(CudaOps, Argmax) {
   uint32_t seed = 400;
-  for (int64_t V : {13, 512, 1025, 32000}) {
+  for (int64_t V : {13, 512, 1025, 32000, 128256}) {  // 128256: several rounds of loads
     for (int64_t B : {1, 3, 8}) {
       const std::vector<float> logits = test::random_normal(B * V, 3.f, ++seed, dt());
       check_argmax(*cpu_, *gpu_, logits, B, V, dt(),
