@@ -489,7 +489,7 @@ Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int
                                        int max_length, bool fast_kernel) {
   if (decode_splits_override_ > 0) return std::min(decode_splits_override_, kDecodeMaxSplits);
   const bool tensor_cores =
-      decode_uses_tensor_cores(head_dim, fast_kernel, group, batch, max_length);
+      decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel, group, batch, max_length);
   FDPP_ASSIGN_OR_RETURN(const int occupancy,
                         decode_occupancy(head_dim, fast_kernel, tensor_cores));
   const DecodeSplitOptions o =
@@ -580,6 +580,7 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   p.group = static_cast<int>(H / l.n_kv_heads);
   p.head_groups = decode_head_groups(p.group);
   p.max_length = a.max_length;
+  p.sm_arch = sm_arch();
   p.scale_log2 = a.scale * 1.4426950408889634f;  // log2(e)
   FDPP_RETURN_IF_ERROR(set_decode_softmax(op, a.softmax, l.n_slots, H, &p));
   FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,

@@ -104,6 +104,8 @@ class CudaBackend final : public Backend {
   KernelStream kernel_stream() const { return {stream_, pdl_}; }
   bool pdl() const { return pdl_; }
   const cudaDeviceProp& props() const { return props_; }
+  // Compute capability × 10 (90 for the H200): what kernels with per-arch features check.
+  int sm_arch() const { return props_.major * 10 + props_.minor; }
   int device_ordinal() const { return device_; }
   Result<DeviceMemory> memory_info() const;
   // Sets every byte of t (stream-ordered): tests poison outputs with 0xFF, which

@@ -57,6 +57,7 @@ struct DecodeParams {
   int num_splits = 1;   // 1: the split kernel writes out directly and no combine runs
   int tile_keys = 32;   // keys per tile of the kernel that runs (set by run_attention_decode)
   int max_length = 0;   // the grid's bound on lengths (picks the kernel: split_plan.h); 0: unknown
+  int sm_arch = 0;      // the device's compute capability × 10 (picks the kernel); 0: unknown
   float scale_log2 = 0.f;  // softmax scale · log2(e)
   // Unified-max softmax (kUnifiedMax kernels only):
   SoftmaxPolicy policy = SoftmaxPolicy::kSynchronized;

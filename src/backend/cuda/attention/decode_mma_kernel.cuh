@@ -134,6 +134,17 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
+// TMA and the mbarrier transaction count are Hopper features (sm_90). The kernel is
+// compiled for every architecture of the build (FDPP_CUDA_ARCHS, "80;90" by default), but
+// below sm_90 its body is a trap: the host picks it only on compute capability 9.0 and
+// later (split_plan.h, decode_uses_tensor_cores), and an A100 runs the CUDA-core kernel.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define FDPP_DECODE_MMA_HAS_TMA 0
+#else
+#define FDPP_DECODE_MMA_HAS_TMA 1
+#endif
+
+#if FDPP_DECODE_MMA_HAS_TMA
 // The mbarrier protocol of one ring stage: lane 0 arrives with the byte count the stage's
 // boxes will deliver (expect_tx), the TMA completes those bytes, and the phase flips when
 // both are done; readers wait for the parity of the stage's use.
@@ -165,6 +176,7 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map
       "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
+#endif  // FDPP_DECODE_MMA_HAS_TMA
 
 // Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8
 // (64 dims), its row r (128 bytes), chunk c % 8 swizzled by the TMA's 128-byte pattern.
@@ -198,6 +210,9 @@ template <int kD, class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads, 2)
     mma_split_kernel(const DecodeParams p, const __grid_constant__ CUtensorMap tk,
                      const __grid_constant__ CUtensorMap tv) {
+#if !FDPP_DECODE_MMA_HAS_TMA
+  __trap();  // never launched below sm_90 (see FDPP_DECODE_MMA_HAS_TMA)
+#else
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
   using Tl = MmaTile<kD>;
@@ -469,6 +484,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       finish_single_split<T>(p, w, s_bad, sm_m, *fb);
     }
   }
+#endif  // FDPP_DECODE_MMA_HAS_TMA
 }
 
 }  // namespace fdpp::cuda::decode
@@ -483,6 +499,8 @@ Status launch_decode_mma(const DecodeParams& p, KernelStream stream) {
   if (p.head_dim != kHeadDim)
     return Internal("mma decode kernel for head_dim " + std::to_string(kHeadDim) +
                     " called with " + std::to_string(p.head_dim));
+  if (p.sm_arch < kDecodeTensorCoreMinArch)
+    return Internal("mma decode kernel (TMA) called for sm_" + std::to_string(p.sm_arch));
   auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
   FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tl::kSmemBytes)));

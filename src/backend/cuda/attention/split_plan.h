@@ -48,9 +48,14 @@ constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
 // flight: synchronized 0.96-1.02x there (B2 L32768: 255.7 vs 266.9 µs), unified 1.01-1.05x
 // for the tensor cores. The synchronized policy is the default (docs/techniques.md), so
 // the threshold follows it. max_length 0 (unknown) picks the tensor cores.
+// The tensor-core kernel copies its tiles with TMA, which needs compute capability 9.0
+// (sm_arch = major · 10 + minor, 90 for the H200); an older GPU (A100: 80) runs the
+// CUDA-core kernel at every shape.
 inline constexpr int64_t kDecodeMhaCudaCoreMinKeys = 32768;
-constexpr bool decode_uses_tensor_cores(int head_dim, bool fast_kernel, int group, int batch,
-                                        int max_length) {
+inline constexpr int kDecodeTensorCoreMinArch = 90;
+constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_kernel, int group,
+                                        int batch, int max_length) {
+  if (sm_arch < kDecodeTensorCoreMinArch) return false;
   if (!fast_kernel || (head_dim != 64 && head_dim != 128)) return false;
   return !(group == 1 && int64_t{batch} * max_length >= kDecodeMhaCudaCoreMinKeys);
 }
