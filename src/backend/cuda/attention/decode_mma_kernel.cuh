@@ -176,7 +176,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map
       "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
       : "memory");
 }
-#endif  // FDPP_DECODE_MMA_HAS_TMA
 
 // Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8
 // (64 dims), its row r (128 bytes), chunk c % 8 swizzled by the TMA's 128-byte pattern.
@@ -203,6 +202,7 @@ __device__ __forceinline__ void mma_issue_tile(uint32_t stage, uint32_t bar, con
     tma_load_2d(stage + Tl::kTileBytes + h * Tl::kBoxBytes, tv, 64 * h, y, bar);
   }
 }
+#endif  // FDPP_DECODE_MMA_HAS_TMA
 
 // tk, tv: tensor maps of the layer's K and V caches as (n_slots · n_kv_heads · capacity,
 // kD) matrices with kWK × 64 boxes (launch_decode_mma encodes them).
