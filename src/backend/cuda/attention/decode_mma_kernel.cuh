@@ -31,8 +31,9 @@
 // which were slower still: measured on the H200 (fdpp bench-attention --what decode, fp16,
 // D 128, 2026-11-30, the two builds alternating), 1.14-1.22x faster wherever L >= 1024 keys
 // stream through this kernel (32/8, B8 L32768: 327 -> 267 us; 32/32, B8 L1024: 42.7 -> 35.5),
-// ~0.25 us slower at L 128 (4.1 -> 4.4 us: the barrier set-up and the single-lane issue). Rows past the split's end (garbage, possibly NaN, past a sequence)
-// land too: the warp zeroes those V rows before its P·V (P = 0 there, and 0·NaN = NaN).
+// ~0.25 us slower at L 128 (4.1 -> 4.4 us: the barrier set-up and the single-lane issue).
+// Rows past the split's end (garbage, possibly NaN, past a sequence) land too: the warp
+// zeroes those V rows before its P·V (P = 0 there, and 0·NaN = NaN).
 // Shared memory per CTA: 4 warps × 3 stages × 8 KB + 1 KB of alignment = 97 KB → 2 CTAs per SM.
 //
 // Rounding: Q and K enter the first mma as stored (exact products, fp32 accumulation);
@@ -312,8 +313,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       // The split's last tile, cut short: zero the V rows past the end. It is the warp's
       // last tile, so no TMA writes this stage again after these generic stores.
       const int first = max(w.end - key0, 0);
-      for (int e = lane; e < (kWK - first) * Tl::kHalves * 8; e += 32) {
-        const int r = first + e / (Tl::kHalves * 8), c = e % (Tl::kHalves * 8);
+      for (int e = lane; e < (kWK - first) * Tl::kChunks; e += 32) {
+        const int r = first + e / Tl::kChunks, c = e % Tl::kChunks;
         const uint32_t a = vt + mma_tile_offset<kD>(r, c);
         asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
       }
