@@ -66,23 +66,26 @@ __device__ __forceinline__ void stage_x(const GemmParams& p, int k0, int chunks,
       // The whole row, not only this split's slice, in the same thread order in every
       // CTA: each computes the same sum bit for bit, so the split-K result does not
       // depend on which CTA finishes it. With one split the slice is the row.
+      // Chunk-major, so the norm weight is read once per chunk and only where this CTA
+      // stages it (row-major read it M times, in every chunk): at M rows the loop reads
+      // (M + 1)·K elements instead of 2·M·K. Per row the sum still runs over c in the
+      // same order, so the result is bit-identical.
       const uint4* wg = static_cast<const uint4*>(p.norm_weight);
+      // Unrolled with unconditional x loads, so ~4 of a thread's loads are in flight
+      // together (the main loop waits on this staging) without spilling.
+      constexpr int kUnroll = kM >= 4 ? 1 : 4 / kM;
+#pragma unroll kUnroll
+      for (int c = tid; c < k_chunks; c += kGemvThreads) {
+        const bool mine = c >= c0 && c < c0 + chunks;
+        float g[8];
+        unpack8<T>(mine ? __ldg(wg + c) : make_uint4(0, 0, 0, 0), g);
 #pragma unroll
-      for (int m = 0; m < kM; ++m) {
-        const uint4* row = xg + static_cast<int64_t>(m) * k_chunks;
-        // Unrolled with unconditional loads, so a thread's loads are all in flight
-        // together: the main loop waits on this staging.
-#pragma unroll 4
-        for (int c = tid; c < k_chunks; c += kGemvThreads) {
-          const bool mine = c >= c0 && c < c0 + chunks;
-          const uint4 xv = __ldg(row + c);
-          const uint4 gv = __ldg(wg + c);
-          float f[8], g[8];
-          unpack8<T>(xv, f);
+        for (int m = 0; m < kM; ++m) {
+          float f[8];
+          unpack8<T>(__ldg(xg + static_cast<int64_t>(m) * k_chunks + c), f);
 #pragma unroll
           for (int e = 0; e < 8; ++e) ss[m] = fmaf(f[e], f[e], ss[m]);
           if (mine) {
-            unpack8<T>(gv, g);
 #pragma unroll
             for (int e = 0; e < 8; ++e) f[e] *= g[e];
             xs[m * chunks + (c - c0)] = pack8<T>(f);
