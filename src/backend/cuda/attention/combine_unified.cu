@@ -108,24 +108,30 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
   const float* pm = p.part_m + row * S;          // (S)
   const float* pl = p.part_l + row * S;          // (S)
   const float* pacc = p.part_acc + row * S * D;  // (S, D)
-  // The same clamps as the split kernels (cta_work): a bad slot attends to nothing.
+  // The row's slot and length are loaded with its splits' (m, l) (in stage_split_weights),
+  // not before them: the merge is a chain of dependent round trips (combine_common.cuh).
   const int slot = p.slots[b];
+  const int len_in = p.lengths[b];
+  // Σ_s acc_s / Σ_s l_s over the splits with keys (weights 1: one φ for all).
+  decode::stage_split_weights</*kRescale=*/false>(pm, pl, S, sw);
+  // The same clamps as the split kernels (cta_work): a bad slot attends to nothing.
   const bool slot_ok = slot >= 0 && slot < p.n_slots;
-  const int len = slot_ok ? max(0, min(p.lengths[b], p.capacity)) : 0;
+  const int len = slot_ok ? max(0, min(len_in, p.capacity)) : 0;
   T* out = static_cast<T*>(p.out) + row * D;  // (D)
   if (len == 0) {  // every split is empty: attention over nothing is 0, as in the sync path
     for (int d = tid; d < D; d += kThreads) out[d] = from_float<T>(0.f);
     return;
   }
-
-  // Σ_s acc_s / Σ_s l_s over the splits with keys (weights 1: one φ for all).
-  decode::stage_split_weights</*kRescale=*/false>(pm, pl, S, sw);
+  // φ's loads go out with the accumulators' and φ is decided after them (load_phi_inputs).
+  const decode::PhiInputs phi_in = decode::load_phi_inputs(p, slot, h);
   const float m_star = sw.m_star, den = sw.den;
   const float o0 = tid < D ? decode::weighted_split_sum(pacc, S, D, tid, sw) : 0.f;
   const float o1 =
       tid + kThreads < D ? decode::weighted_split_sum(pacc, S, D, tid + kThreads, sw) : 0.f;
-  const float phi = unified_phi_log2(p, slot, h, type, len);
-  const float v0 = o0 / den, v1 = o1 / den;
+  const float phi = unified_phi_log2(phi_in, type, len);
+  // Only the dims a thread owns are divided: 0 / den takes the division's slow path.
+  const float v0 = tid < D ? o0 / den : 0.f;
+  const float v1 = tid + kThreads < D ? o1 / den : 0.f;
   const bool row_ok = unified_row_in_range(type, len, m_star - phi) && den > 0.f &&
                       isfinite(den);
   const bool mine_ok = (tid >= D || isfinite(v0)) && (tid + kThreads >= D || isfinite(v1));

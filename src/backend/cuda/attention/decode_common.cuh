@@ -66,13 +66,30 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys
 // a row whose max did not move sits in the middle: m − φ = 4.5 for fp32 P, (L + 1.95) / 2
 // for fp16 P; as runtime/score_analysis.cpp models it); else the head's calibrated φ. The
 // split kernel and the combine of one launch must pass the same type (the one P is held in).
-__device__ __forceinline__ float unified_phi_log2(const DecodeParams& p, int slot, int h,
-                                                  UnifiedType type, int len) {
-  if (p.follow && p.row_max != nullptr && slot >= 0) {
-    const float r = p.row_max[static_cast<int64_t>(slot) * p.n_heads + h];
-    if (isfinite(r)) return r * kLog2e - unified_range_center(type, len);
-  }
-  return p.phi[h] * kLog2e;
+//
+// In two steps, because the choice branches on a loaded value and a warp stalls at such a
+// branch until the load returns: load_phi_inputs issues both loads (no branch on what they
+// load), the kernels issue their own loads and copies, and only then unified_phi_log2
+// decides. (With the split kernels' tails reusing their φ instead of loading it again:
+// 0.6-1.0% of the unified decode time on the H200, fdpp bench-attention, 2026-11-30.)
+struct PhiInputs {
+  float calibrated;    // the head's calibrated φ (natural-log units)
+  float previous_max;  // follow: the row's max of the previous step (NaN: none)
+};
+
+__device__ __forceinline__ PhiInputs load_phi_inputs(const DecodeParams& p, int slot, int h) {
+  PhiInputs in;
+  in.calibrated = p.phi[h];
+  in.previous_max = p.follow && p.row_max != nullptr && slot >= 0
+                        ? p.row_max[static_cast<int64_t>(slot) * p.n_heads + h]
+                        : NAN;
+  return in;
+}
+
+__device__ __forceinline__ float unified_phi_log2(const PhiInputs& in, UnifiedType type,
+                                                  int len) {
+  return isfinite(in.previous_max) ? in.previous_max * kLog2e - unified_range_center(type, len)
+                                   : in.calibrated * kLog2e;
 }
 
 // Index of row (b, h)'s partial of split s in part_m / part_l (× head_dim in part_acc).

@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
   for (int j = 0; j < kHeadsPerWarp; ++j) {
     const int g = warp + j * kWarps;
     u_phi[j] = kUnified && g < gc
-                   ? unified_phi_log2(p, w.slot, w.h0 + g, UnifiedType::kF32, w.len)
+                   ? unified_phi_log2(load_phi_inputs(p, w.slot, w.h0 + g), UnifiedType::kF32,
+                                      w.len)
                    : 0.f;
     u_m[j] = -INFINITY;
     u_l[j] = 0.f;

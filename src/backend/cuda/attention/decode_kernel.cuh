@@ -146,12 +146,15 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   softmax.init();
   // Unified: this thread's head (lane g < gc owns head g), its φ, and its running max and
   // sum over the keys of its row group: registers, reduced across row groups at the end.
-  float u_phi = 0.f, u_m = -INFINITY, u_l = 0.f;
-  if constexpr (kUnified) {
-    if (lane < gc) u_phi = unified_phi_log2(p, w.slot, w.h0 + lane, UnifiedType::kF32, w.len);
-  }
+  // φ is loaded now and decided once the first tile's copies are issued (load_phi_inputs).
+  float u_m = -INFINITY, u_l = 0.f;
+  PhiInputs phi_in{0.f, NAN};
+  if constexpr (kUnified)
+    if (lane < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + lane);
 
   issue_tile<kD, T>(sk[0], sv[0], kg, vg, w.begin, w.begin, w.end);
+  const float u_phi =
+      kUnified && lane < gc ? unified_phi_log2(phi_in, UnifiedType::kF32, w.len) : 0.f;
   for (int t = 0; t < n_tiles; ++t) {
     const int stage = t & 1;
     const int key0 = w.begin + t * kKeys;
@@ -257,9 +260,10 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
       }
       sm_m[tid] = m;
       sm_l[tid] = l;
-      // With one split this is the whole row: its range check (a NaN fails it).
-      const float phi = unified_phi_log2(p, w.slot, w.h0 + tid, UnifiedType::kF32, w.len);
-      s_bad[tid] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - phi) && l > 0.f &&
+      // With one split this is the whole row: its range check (a NaN fails it). Thread
+      // tid < gc is lane tid of row 0, so u_phi is head tid's φ (no second global load).
+      static_assert(kMaxG <= kLanes, "threads 0..gc-1 sit in key row 0");
+      s_bad[tid] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - u_phi) && l > 0.f &&
                      isfinite(l));
     }
     __syncthreads();

@@ -230,6 +230,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ float s_wm[kWarps][kMaxG], s_wl[kWarps][kMaxG];  // (warp, head): warp partials
   __shared__ float sm_m[kMaxG], sm_l[kMaxG];                  // (head): the split's m and l
   __shared__ int s_bad[kMaxG];                                // (head): unified, one split
+  __shared__ float s_phi[kMaxG];                              // (head): unified, φ
 
   const CtaWork w = cta_work(p, decode_tile_keys(kD, true));
   if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
@@ -273,9 +274,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   // running max (the same in its 4 lanes), l this lane's part of Σ 2^(t - m). Unified: m is
   // this lane's max t (for the range check only), l its part of Σ 2^(t - φ).
   float m = -INFINITY, l = 0.f;
-  float phi = 0.f;
+  PhiInputs phi_in{0.f, NAN};  // φ: loaded now, decided after the first copies are issued
   if constexpr (kUnified)
-    phi = g < gc ? unified_phi_log2(p, w.slot, w.h0 + g, kRange, w.len) : 0.f;
+    if (g < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + g);
   const float scale = p.scale_log2;
 
   constexpr uint32_t kStageBytes = Tl::kStageBytes, kVOff = Tl::kTileBytes;
@@ -298,6 +299,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (i < my_tiles)
       mma_issue_tile<kD>(ring + i * kStageBytes, bars + 8 * i, tk, tv, row0, warp + i * kWarps,
                          w.begin, lane);
+  const float phi = kUnified && g < gc ? unified_phi_log2(phi_in, kRange, w.len) : 0.f;
   int rd = 0, wr = kStages - 1;  // ring stages read / written this iteration
   unsigned parity = 0;           // bit s: the parity of stage s's next phase
   for (int i = 0; i < my_tiles; ++i) {
@@ -423,6 +425,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
   }
   if (tq == 0) s_wm[warp][g] = m, s_wl[warp][g] = l;
+  if (kUnified && warp == 0 && tq == 0) s_phi[g] = phi;  // for the range check below
   // Every box issued was waited for, so nothing lands in the ring below.
   __syncthreads();  // every warp is out of its ring (red aliases all of them) and s_w* is set
 
@@ -464,8 +467,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (kUnified) {
       // With one split this is the whole row: its range check for the type P was rounded to
       // (a NaN fails it).
-      const float ph = unified_phi_log2(p, w.slot, w.h0 + tid, kRange, w.len);
-      s_bad[tid] = !(unified_row_in_range(kRange, w.len, ms - ph) && ls > 0.f && isfinite(ls));
+      s_bad[tid] =
+          !(unified_row_in_range(kRange, w.len, ms - s_phi[tid]) && ls > 0.f && isfinite(ls));
     }
   }
   __syncthreads();
