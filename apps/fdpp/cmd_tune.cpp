@@ -115,7 +115,7 @@ int run_tune(const TuneOptions& o) {
     ProgressBar bar(fmt::format("tune {} ({} shapes, M 1..{}{})", info->name, shapes.size(),
                                 ms.back(), passes == 2 ? ", 2 passes" : ""),
                     cuda::gemm_tune_measurements(shapes.size(), ms, o.splits.size(),
-                                                 o.cublas_algos) *
+                                                 o.cublas_algos, to.gemv_splits.size()) *
                         passes);
     const auto progress = [&](const cuda::GemmMeasurement& r) {
       bar.step(fmt::format("{} M={} {}", r.shape, r.m, impl_choice_name(r.choice)));
@@ -220,7 +220,7 @@ int run_tune(const TuneOptions& o) {
                         {"config", t.choice.impl == GemmImpl::kFlat
                                        ? kFlatConfigs[t.choice.config].name : ""},
                         {"splits", t.choice.splits}, {"algo", t.choice.algo},
-                        {"planned", t.planned}, {"us", t.us}});
+                        {"planned", t.planned}, {"us", t.us}, {"timed_m", t.timed_m}});
     j["measurements"] = meas;
     if (Status s = write_text(o.json_out, j.dump(1)); !s.ok()) return fail(s);
   }
@@ -254,7 +254,7 @@ void add_tune(CLI::App& app, int& exit_code) {
   sub->add_option("--json-out", o->json_out, "also write every measurement and the regrets (scripts/plot_tune.py)");
   sub->add_option("--splits", o->splits,
                   "split-K counts to time for GEMV and flat GEMM besides the planner's, e.g. "
-                  "1,2,3,4,6,8 (slower sweep, better table)")
+                  "1,2,3,4,6,8 (slower sweep; the GEMV always gets 1,2,3,4,6,8)")
       ->delimiter(',');
   add_cublas_algos_option(sub, o->cublas_algos);
   sub->add_flag("--no-verify", o->no_verify,

@@ -58,6 +58,7 @@ struct GemmTiming {
   ImplChoice choice;     // as run: split-K resolved
   bool planned = true;   // the split the planner picks for this implementation
   double us = 0;         // per call; <= 0 or non-finite: not a measurement, ignored
+  int timed_m = 0;       // the M the kernel ran at (a flat GEMM's timing serves its n8 tile)
 };
 
 // One step of a shape's table: `choice` for every M in (previous entry's m, m].

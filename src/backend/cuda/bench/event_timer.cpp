@@ -37,7 +37,7 @@ Result<TimedRuns> time_runs(cudaStream_t stream, int reps, int calls_per_run,
     us.push_back(1e3 * ms / calls_per_run);
   }
   std::sort(us.begin(), us.end());
-  return TimedRuns{us[us.size() / 2], us.front()};
+  return TimedRuns{us[us.size() / 2], us.front(), us};
 }
 
 }  // namespace fdpp::cuda

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <vector>
 
 #include "fdpp/status.h"
 
@@ -13,6 +14,7 @@ namespace fdpp::cuda {
 struct TimedRuns {
   double median_us = 0;  // per call: run time / calls_per_run
   double min_us = 0;
+  std::vector<double> us;  // every run, per call, ascending (to pool runs timed apart)
 };
 
 // `run` enqueues one run on `stream` (a graph replay, a launch); warm-up is the caller's.

@@ -6,7 +6,8 @@
 // cannot serve a repeat; one eager pass over every copy (cuBLASLt plans, first
 // launches), then a CUDA graph of `calls` back-to-back calls cycling through the
 // copies (what a decode step replays), warmed up twice and replayed `reps`
-// times between CUDA events. The per-call time is replay time / calls; the
+// times between CUDA events (with `rounds` > 1, spread over rounds that visit every
+// candidate of one M in turn). The per-call time is replay time / calls; the
 // median and the fastest replay are reported.
 #pragma once
 
@@ -35,11 +36,20 @@ struct GemmBenchOptions {
   // Split-K counts to time for ImplA / ImplB (each resolved as the planner would
   // clamp it; duplicates dropped). Empty: only the planner's own choice.
   std::vector<int> splits;
+  // More split-K counts for ImplA only (the tuner's default sweep; see gemm_tune.h).
+  std::vector<int> gemv_splits;
+  // Time each ImplB plan once per count of n8 tiles of x and give that timing to every M
+  // of the tile: the flat GEMM pads M to a multiple of 8, so M = 1..8 (9..16, ...) run
+  // the same kernel over the same bytes. The tuner's saving; bench-gemm times every M.
+  bool flat_once_per_tile = false;
   // cuBLASLt: its heuristic's first this-many answers are each timed (the tuner's
   // profiling of the library's algorithms); an index the heuristic does not offer for a
   // shape is skipped.
   int cublas_algos = 1;
   int reps = 30;                              // timed graph replays per measurement
+  // The replays of one M's candidates are spread over this many rounds that visit every
+  // candidate in turn (gemm_bench.cpp says why); 1: each candidate's replays in one block.
+  int rounds = 1;
   int min_calls = 16;                         // calls per graph (at least one per copy)
   int min_copies = 8;                         // weight copies rotated through
   int64_t rotate_bytes = int64_t{512} << 20;  // the copies span at least this
@@ -51,6 +61,7 @@ struct GemmMeasurement {
   int m = 0;
   ImplChoice choice;   // as run: the split-K resolved
   bool planned = true; // the split the planner picks (not one only a --splits sweep added)
+  int timed_m = 0;     // the M it was timed at: m, or the tile's first M (flat_once_per_tile)
   double us = 0;       // median per call
   double us_min = 0;   // fastest replay, per call
   double bytes = 0;    // W + x + y bytes moved per call

@@ -40,12 +40,12 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
 }
 
 int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits,
-                               int cublas_algos) {
+                               int cublas_algos, size_t gemv_extra_splits) {
   const int64_t per_kernel = 1 + static_cast<int64_t>(extra_splits);
   int64_t per_shape = 0;
   for (int m : ms) {
     per_shape += std::max(1, cublas_algos);  // cuBLASLt (at most: a shape may offer fewer)
-    if (m <= GemvConfig::kMaxM) per_shape += per_kernel;
+    if (m <= GemvConfig::kMaxM) per_shape += per_kernel + static_cast<int64_t>(gemv_extra_splits);
     for (const FlatConfigDesc& c : kFlatConfigs)
       if (m <= c.max_m()) per_shape += per_kernel;
   }
@@ -61,16 +61,20 @@ Result<std::vector<GemmTiming>> measure_gemm_timings(CudaBackend& be,
   bo.shapes = shapes;
   bo.ms = tune_ms(o.max_m);
   bo.reps = o.reps;
+  bo.rounds = o.rounds;
   bo.min_calls = o.min_calls;
   bo.min_copies = o.min_copies;
   bo.splits = o.splits;
+  bo.gemv_splits = o.gemv_splits;
+  bo.flat_once_per_tile = true;
   bo.cublas_algos = o.cublas_algos;
   const int64_t l2 = be.props().l2CacheSize;
   bo.rotate_bytes = o.rotate_bytes > 0 ? o.rotate_bytes : std::max<int64_t>(4 * l2, int64_t{64} << 20);
   FDPP_ASSIGN_OR_RETURN(std::vector<GemmMeasurement> ms, run_gemm_bench(be, bo, progress));
   std::vector<GemmTiming> out;
   out.reserve(ms.size());
-  for (const GemmMeasurement& r : ms) out.push_back({r.shape, r.n, r.k, r.m, r.choice, r.planned, r.us});
+  for (const GemmMeasurement& r : ms)
+    out.push_back({r.shape, r.n, r.k, r.m, r.choice, r.planned, r.us, r.timed_m});
   return out;
 }
 

@@ -24,6 +24,8 @@ struct GemmTuneOptions {
   // Fewer replays than bench-gemm's 30: a table needs the order of the implementations,
   // not a third significant digit, and a model's sweep stays within seconds.
   int reps = 10;
+  // The 10 replays in 5 rounds of 2 over every candidate of one M (gemm_bench.h).
+  int rounds = 5;
   int min_calls = 8;
   int min_copies = 2;
   // Bytes the rotated weight copies span; 0: 4 × the GPU's L2 (at least 64 MB), so a
@@ -33,6 +35,11 @@ struct GemmTuneOptions {
   // --splits): the split is part of a table entry, and on the H200 the planner's cost
   // model misjudged it (QKV at M = 8: one split leaves SMs with 2 CTAs beside SMs with 1).
   std::vector<int> splits;
+  // Split-K counts always timed for ImplA. Its planner picks 2 / 11 / 4 splits for the
+  // Llama-2-7B gate_up / down / lm_head GEMVs at M = 1 where 1 / 4 / 1 are 3-10% faster
+  // (H200, fdpp tune --json-out, 2026-11-30), which made a tune without them hand those
+  // shapes to cuBLASLt; six more GEMV timings per M ≤ 8 cost about 3 s per 7B sweep.
+  std::vector<int> gemv_splits = {1, 2, 3, 4, 6, 8};
   // cuBLASLt's heuristic answers timed per (shape, M): the table keeps the fastest
   // (fdpp tune --cublas-algos; 1, the library's pick, unless asked: cmd_tune.cpp says why).
   int cublas_algos = 1;
@@ -49,11 +56,12 @@ Result<GpuIdentity> gpu_identity(const CudaBackend& be);
 // model's O and down projections are both [H, H]).
 std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShape>& shapes);
 
-// How many timings the sweep makes at most (a progress bar's total): GEMV up to its
-// largest M, each flat configuration up to its tile (each with the planner's split and up
-// to `extra_splits` more), cuBLASLt everywhere.
+// How many measurements the sweep makes at most (a progress bar's total): GEMV up to its
+// largest M (the planner's split, up to `extra_splits` + `gemv_extra_splits` more), each
+// flat configuration up to its tile (the planner's split and up to `extra_splits` more;
+// M of one n8 tile share one timing), cuBLASLt everywhere.
 int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits = 0,
-                               int cublas_algos = 1);
+                               int cublas_algos = 1, size_t gemv_extra_splits = 0);
 
 // Times every implementation on every (shape, M) of tune_ms(o.max_m).
 Result<std::vector<GemmTiming>> measure_gemm_timings(
