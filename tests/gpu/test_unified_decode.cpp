@@ -381,6 +381,30 @@ TEST_P(UnifiedDecode, TensorCoreRangeFollowsTheTypeOfP) {
     }
 }
 
+// The range's edges move with ceil(log2(len)) (softmax_range.h), which the kernels compute
+// in device code: rows half a unit inside and outside each edge, at lengths on both sides of
+// a power of two, fall back exactly where the host's unified_range says, in the split
+// kernel's own check (one split) and in the combine's (seven).
+TEST_P(UnifiedDecode, RangeEdgesFollowTheLength) {
+  const UnifiedType type = dt() == DType::kF16 ? UnifiedType::kF16P : UnifiedType::kBF16P;
+  for (int len : {1024, 1025, 4096, 4097}) {
+    Case c{1, 2, 4, 128, {len}, false};  // GQA group 4: the tensor-core kernel, P in dt()
+    prepare(c, 700 + len);
+    upload();
+    if (HasFatalFailure()) return;
+    const UnifiedRange r = unified_range(type, len);
+    for (float above : {r.lo - 0.5f, r.lo + 0.5f, r.hi - 0.5f, r.hi + 0.5f}) {
+      std::vector<float> phi(H_);
+      for (int h = 0; h < H_; ++h) phi[h] = row_max_[h] - above * kLn2;
+      const bool in_range = above >= r.lo && above <= r.hi;
+      for (int splits : {1, 7}) {
+        const std::string what = fmt::format("len {} m - φ = {} splits {}", len, above, splits);
+        EXPECT_EQ(run(phi, false, splits, what), in_range ? 0 : int64_t{H_}) << what;
+      }
+    }
+  }
+}
+
 // Every group size 1..8 and 16 through the tensor-core kernel, lengths ending inside a warp
 // tile, calibrated and row-following φ: no fallback, results within the tolerance.
 TEST_P(UnifiedDecode, TensorCoreKernelGroupsAndOddLengths) {
