@@ -21,6 +21,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // How a kernel covers a problem: tiles of W rows per CTA, K in blocks of `granule`.
 struct Geometry {
+  bool gemv = false;        // ImplA (its split count is not the cost model's: gemv_splits)
   int64_t tiles = 0;        // CTAs per split
   int64_t tile_rows = 0;    // W rows per CTA
   int64_t granule = 0;      // K elements per block; split boundaries fall on multiples
@@ -35,6 +36,7 @@ Geometry geometry(GemmImpl impl, int config, const GemmProblem& p, const GemmDev
   Geometry g;
   if (impl == GemmImpl::kGemv) {
     const int m = static_cast<int>(p.m);
+    g.gemv = true;
     g.tile_rows = GemvConfig::kRowsPerCta;
     g.granule = GemvConfig::k_round(m);
     // The largest whole number of rounds whose x slice (M, k_split) fits the smem cap.
@@ -111,7 +113,32 @@ int64_t max_splits(const Geometry& g) {
   return std::max(min_splits(g), std::max<int64_t>(1, std::min<int64_t>(kMaxSplitK, g.k_blocks)));
 }
 
+// The GEMV does not use the cost model: on the H200 it split 2-11x more than the fastest
+// count on most Llama-2 7B/13B shapes (old model: 8-25% slower at M = 1, 4, 8, up to 50%;
+// docs/benchmarks.md, "The GEMV planner's own split"). Fitted to those timings instead: the
+// fewest splits whose x slice fits shared memory, then more only while the GPU holds fewer
+// than kGemvCtasPerSm CTAs per SM and each CTA still streams kGemvMinCtaBytes of W (a short
+// CTA pays its x staging and reduction for little streaming). On the 80 measured (shape, M)
+// points: the fastest count at 66, within 1% at 71, within 10% at all.
+constexpr int64_t kGemvCtasPerSm = 5;
+constexpr double kGemvMinCtaBytes = 64.0 * 1024;
+
+int64_t gemv_splits(const Geometry& g, const GemmProblem& p, const GemmDeviceTraits& t) {
+  const int64_t sms = std::max(1, t.sm_count);
+  int64_t best = 0;
+  for (int64_t s = min_splits(g); s <= max_splits(g); ++s) {
+    if (effective_splits(g.k_blocks, s) != s || !workspace_fits(g, s, p, t)) continue;
+    if (best > 0 && (g.tiles * best >= kGemvCtasPerSm * sms ||
+                     static_cast<double>(ceil_div(g.k_blocks, s)) * g.block_bytes <
+                         kGemvMinCtaBytes))
+      break;
+    best = s;
+  }
+  return best;
+}
+
 int64_t best_splits(const Geometry& g, const GemmProblem& p, const GemmDeviceTraits& t) {
+  if (g.gemv) return gemv_splits(g, p, t);
   const int64_t lo = min_splits(g), hi = max_splits(g);
   int64_t best = 0;
   double best_cost = 0;
