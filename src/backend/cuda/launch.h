@@ -13,7 +13,9 @@
 //   * it calls pdl_wait() before it reads anything an earlier kernel writes, and
 //     before it writes anything (an earlier kernel may still read it). Before the
 //     wait it may only read what no kernel in flight writes: weights, which the
-//     loader (and bench-gemm's random fill) finishes with a synchronize;
+//     loader (and bench-gemm's random fill) finishes with a synchronize, and the
+//     step's inputs the host uploads before the graph runs (slots, lengths: the
+//     decode attention kernels read them through L2 before their wait);
 //   * it calls pdl_launch_dependents() right after the wait: the next kernel may
 //     then be scheduled as soon as every CTA of this grid has passed it. Its CTAs
 //     only take free slots, issue their weight loads and wait, so this grid's own

@@ -97,8 +97,6 @@ __device__ void recompute_row(const DecodeParams& p, int b, int h, int slot, int
 template <class T>
 __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeParams p,
                                                                     UnifiedType type) {
-  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
-  pdl_launch_dependents();
   __shared__ FallbackSmem sm;
   __shared__ decode::SplitWeights sw;
   const int tid = static_cast<int>(threadIdx.x);
@@ -108,10 +106,13 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
   const float* pm = p.part_m + row * S;          // (S)
   const float* pl = p.part_l + row * S;          // (S)
   const float* pacc = p.part_acc + row * S * D;  // (S, D)
-  // The row's slot and length are loaded with its splits' (m, l) (in stage_split_weights),
-  // not before them: the merge is a chain of dependent round trips (combine_common.cuh).
-  const int slot = p.slots[b];
-  const int len_in = p.lengths[b];
+  // The row's slot and length before the PDL wait (launch.h): no kernel writes them (the host
+  // uploads them before the graph), so their round trip overlaps the split kernel's tail
+  // instead of adding to the merge's chain of dependent ones (combine_common.cuh). Through L2.
+  const int slot = __ldcg(p.slots + b);
+  const int len_in = __ldcg(p.lengths + b);
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
   // Σ_s acc_s / Σ_s l_s over the splits with keys (weights 1: one φ for all).
   decode::stage_split_weights</*kRescale=*/false>(pm, pl, S, sw);
   // The same clamps as the split kernels (cta_work): a bad slot attends to nothing.

@@ -44,8 +44,10 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys
   const int g0 = head_group * kMaxG;
   w.gc = min(kMaxG, p.group - g0);
   w.h0 = w.kvh * p.group + g0;
-  const int slot = p.slots[w.b];
-  int len = p.lengths[w.b];
+  // Through L2 (ld.global.cg): the decode kernels may read these before their PDL wait, and
+  // an L1 line left by an earlier step must not answer.
+  const int slot = __ldcg(p.slots + w.b);
+  int len = __ldcg(p.lengths + w.b);
   // A slot or length the engine failed to validate must not read outside the
   // cache: a bad slot attends to nothing (zeros), a length past the capacity
   // is clamped to it.

@@ -214,8 +214,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 #if !FDPP_DECODE_MMA_HAS_TMA
   __trap();  // never launched below sm_90 (see FDPP_DECODE_MMA_HAS_TMA)
 #else
-  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
-  pdl_launch_dependents();
   using Tl = MmaTile<kD>;
   constexpr int kWK = Tl::kWK, kNT = Tl::kNT, kDS = Tl::kDSteps, kKS = Tl::kKSteps;
   constexpr int kStages = Tl::kStages;
@@ -232,8 +230,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ int s_bad[kMaxG];                                // (head): unified, one split
   __shared__ float s_phi[kMaxG];                              // (head): unified, φ
 
+  // Before the PDL wait (launch.h) only what no kernel in flight writes: the step's slots and
+  // lengths (uploaded before the graph runs; cta_work reads them through L2) and this CTA's
+  // own shared memory. So the slot's round trip and the barrier setup overlap the previous
+  // kernel's tail; q and the caches (the new token's K and V are the previous kernel's
+  // output) are read after the wait.
   const CtaWork w = cta_work(p, decode_tile_keys(kD, true));
   if (w.begin >= w.end) {  // uniform: the whole CTA leaves before any barrier
+    pdl_wait();
+    pdl_launch_dependents();
     store_empty<T>(p, w);
     return;
   }
@@ -241,20 +246,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, tq = lane % 4;  // fragment row (head of S) and column pair
   const int gc = w.gc;
-
-  // Q as the A operand of S = Q·Kᵀ: a0 = Q[g][16s + 2tq + {0,1}], a2 = the same 8 dims on;
-  // rows 8..15 (a1, a3) are zero. Heads past gc are zero rows: their S, P and Oᵀ columns are
-  // computed and dropped. Q is not pre-scaled, so it enters the mma exactly as stored.
-  uint32_t qa[kDS][2];
-  {
-    const uint32_t* qr = reinterpret_cast<const uint32_t*>(
-        static_cast<const T*>(p.q) + (static_cast<int64_t>(w.b) * p.n_heads + w.h0 + g) * kD);
-#pragma unroll
-    for (int s = 0; s < kDS; ++s) {
-      qa[s][0] = g < gc ? qr[(16 * s + 2 * tq) / 2] : 0u;
-      qa[s][1] = g < gc ? qr[(16 * s + 8 + 2 * tq) / 2] : 0u;
-    }
-  }
 
   // ldmatrix row addresses: lanes 8i..8i+7 give the 8 rows of matrix i; matrices 0/1 are
   // chunk pair (2s, 2s+1) of rows 0..7, matrices 2/3 the same of rows 8..15. For K (plain)
@@ -274,9 +265,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   // running max (the same in its 4 lanes), l this lane's part of Σ 2^(t - m). Unified: m is
   // this lane's max t (for the range check only), l its part of Σ 2^(t - φ).
   float m = -INFINITY, l = 0.f;
-  PhiInputs phi_in{0.f, NAN};  // φ: loaded now, decided after the first copies are issued
-  if constexpr (kUnified)
-    if (g < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + g);
   const float scale = p.scale_log2;
 
   constexpr uint32_t kStageBytes = Tl::kStageBytes, kVOff = Tl::kTileBytes;
@@ -290,6 +278,27 @@ __global__ void __launch_bounds__(kThreads, 2)
   asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
                    : "memory");
   __syncwarp();
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
+  // φ after the wait: with row-following φ a kernel writes row_max (the unified combine; in
+  // bench-attention's chain of calls, the one right before this kernel).
+  PhiInputs phi_in{0.f, NAN};  // φ: loaded now, decided after the first copies are issued
+  if constexpr (kUnified)
+    if (g < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + g);
+  // Q as the A operand of S = Q·Kᵀ: a0 = Q[g][16s + 2tq + {0,1}], a2 = the same 8 dims on;
+  // rows 8..15 (a1, a3) are zero. Heads past gc are zero rows: their S, P and Oᵀ columns are
+  // computed and dropped. Q is not pre-scaled, so it enters the mma exactly as stored.
+  uint32_t qa[kDS][2];
+  {
+    const uint32_t* qr = reinterpret_cast<const uint32_t*>(
+        static_cast<const T*>(p.q) + (static_cast<int64_t>(w.b) * p.n_heads + w.h0 + g) * kD);
+#pragma unroll
+    for (int s = 0; s < kDS; ++s) {
+      qa[s][0] = g < gc ? qr[(16 * s + 2 * tq) / 2] : 0u;
+      qa[s][1] = g < gc ? qr[(16 * s + 8 + 2 * tq) / 2] : 0u;
+    }
+  }
+
   const int row0 = static_cast<int>(w.kv_offset / kD);  // the maps' row of key 0
   const int n_wt = ceil_div(w.end - w.begin, kWK);
   const int my_tiles = n_wt > warp ? (n_wt - warp + kWarps - 1) / kWarps : 0;

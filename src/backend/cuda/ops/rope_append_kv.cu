@@ -27,17 +27,24 @@ constexpr int kThreads = 256;
 // coalesced runs.
 template <class T>
 __global__ void __launch_bounds__(kThreads) rope_append_kernel(const RopeAppendParams p) {
-  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
-  pdl_launch_dependents();
   const int64_t t = blockIdx.x;
   const int D = p.head_dim, half_d = D / 2;
   const int n_total = p.n_heads + 2 * p.n_kv_heads;
   const int64_t e = static_cast<int64_t>(blockIdx.y) * kThreads + threadIdx.x;
   if (e >= static_cast<int64_t>(n_total) * half_d) return;
   const int head = static_cast<int>(e / half_d), pr = static_cast<int>(e % half_d);
+  const int rot_half = p.rotary_dim / 2;
+
+  // Before the PDL wait (launch.h) only what no kernel writes: the step's positions and slots
+  // (the host uploads them before the graph; read through L2) and inv_freq (the loader's).
+  // The rotation's sincos then overlaps the qkv GEMM's tail; qkv is read after the wait.
+  const int pos = __ldcg(p.positions + t), slot = __ldcg(p.slots + t);
+  float s = 0.f, c = 1.f;
+  if (pr < rot_half) sincosf(static_cast<float>(pos) * p.inv_freq[pr], &s, &c);
+  pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
+  pdl_launch_dependents();
 
   const T* src = static_cast<const T*>(p.qkv) + (t * n_total + head) * D;  // (D)
-  const int pos = p.positions[t], slot = p.slots[t];
   T* dst;  // (D)
   if (head < p.n_heads) {
     dst = static_cast<T*>(p.q_out) + (t * p.n_heads + head) * D;
@@ -54,15 +61,11 @@ __global__ void __launch_bounds__(kThreads) rope_append_kernel(const RopeAppendP
       return;
     }
   }
-  const int rot_half = p.rotary_dim / 2;
   if (pr < rot_half) {
     // Pair pr turns by pos · inv_freq[pr]: dims (pr, pr + rotary_dim/2) for
     // rotate-half, (2pr, 2pr + 1) interleaved.
     const int a = p.interleaved ? 2 * pr : pr;
     const int b = p.interleaved ? 2 * pr + 1 : pr + rot_half;
-    const float angle = static_cast<float>(pos) * p.inv_freq[pr];
-    float s, c;
-    sincosf(angle, &s, &c);
     const float x0 = to_float(src[a]), x1 = to_float(src[b]);
     dst[a] = from_float<T>(x0 * c - x1 * s);
     dst[b] = from_float<T>(x1 * c + x0 * s);
