@@ -28,7 +28,8 @@ const char* gemm_impl_name(GemmImpl impl);  // "gemv", "flat", "cublas"
 struct ImplChoice {
   GemmImpl impl = GemmImpl::kCublas;
   int config = -1;  // kFlat: 0..kFlatConfigCount-1; otherwise -1
-  int splits = 0;   // split-K for kGemv / kFlat; 0: the planner's cost model picks
+  int splits = 0;   // split-K for kGemv / kFlat; 0: the planner picks (a fitted rule for
+                    // the GEMV, the cost model for the flat GEMM)
   // kCublas: which of cuBLASLt's heuristic answers for the shape runs (0: its first, the
   // library's own pick); the tuner times the first few and keeps the fastest.
   int algo = 0;
@@ -113,9 +114,10 @@ GemmPlan resolve_gemm_choice(const ImplChoice& choice, const GemmProblem& p,
 GemmPlan plan_gemm(const GemmProblem& p, GemmPolicy policy, const GemmTable* table,
                    const GemmDeviceTraits& traits);
 
-// The split-K cost model behind the choices above, exposed for tests and the
-// benchmark: the estimated cost (bytes streamed by the busiest SM, inflated when
-// too few bytes are in flight) of running `impl`/`config` with `splits` splits.
+// The split-K cost model behind the flat GEMM's split (the GEMV's follows a rule fitted to
+// H200 timings, gemm_plan.cpp), exposed for tests and the benchmark: the estimated cost
+// (bytes streamed by the busiest SM, inflated when too few bytes are in flight) of running
+// `impl`/`config` with `splits` splits.
 // Negative if that split count is not a valid plan.
 double gemm_split_cost(GemmImpl impl, int config, int splits, const GemmProblem& p,
                        const GemmDeviceTraits& traits);
