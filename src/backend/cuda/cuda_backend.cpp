@@ -397,7 +397,8 @@ Status CudaBackend::fused_linear(const Tensor& x, const LinearPrologue& pro, con
   // Only ImplA applies a prologue; the plan is made once and executed as made.
   const GemmPlan plan = gemm_dispatch_->plan(a);
   const bool weight_aligned = reinterpret_cast<uintptr_t>(pro.norm_weight.data) % 16 == 0;
-  if (!fuse_prologues_ || plan.choice.impl != GemmImpl::kGemv || (!gated && !weight_aligned))
+  if (!fuse_prologues_ || a.m > kMaxFusedPrologueM || plan.choice.impl != GemmImpl::kGemv ||
+      (!gated && !weight_aligned))
     return Backend::fused_linear(x, pro, w, y, ep);
   a.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
   a.norm_weight = gated ? nullptr : pro.norm_weight.data;

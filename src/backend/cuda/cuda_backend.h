@@ -30,6 +30,14 @@ namespace fdpp::cuda {
 class CublasLtGemm;
 class GemmDispatcher;
 
+// The largest M whose RMSNorm / SiLU-gate prologue is fused into the GEMV. Every CTA of the
+// fused GEMV re-reads its slice of x's M rows (RMSNorm: the whole rows, for the sum of
+// squares) before its weight stream can use it, so the prologue's cost grows with M while
+// the kernel it saves does not. On the H200 (2026-11-30, `fdpp bench -p 1024 --gemm gemv
+// --fuse on|off`) fusing cost 2-2.5% of the decode step at b2 and 10-11% at b4 on Llama-2
+// 7B/13B (with the dispatch table: 1.9-2.8% at b2); at b1 it gains 4.3% (7B, ctx 1K).
+constexpr int64_t kMaxFusedPrologueM = 1;
+
 struct CudaBackendOptions {
   int device = 0;
   DType activation_dtype = DType::kF16;  // kF16 or kBF16
@@ -37,7 +45,8 @@ struct CudaBackendOptions {
   // Programmatic dependent launch between fdpp's own kernels (launch.h; --pdl). Takes
   // effect on compute capability 9.0+ only.
   bool pdl = true;
-  // fused_linear applies RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse).
+  // fused_linear applies RMSNorm / the SiLU gate inside the GEMV's load of x (--fuse), at
+  // M <= kMaxFusedPrologueM.
   // Off: the op runs as its own kernel, for measuring the difference.
   bool fuse_prologues = true;
 };
