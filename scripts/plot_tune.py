@@ -56,10 +56,13 @@ def main(argv):
             ms = sorted(pts)
             ax.plot(ms, [pts[m] for m in ms], marker=".", markersize=3, linewidth=1.2,
                     label=style[impl][0], color=style[impl][1])
-        for m, name, ls in ((s["m1"], "M1", "--"), (s["m2"], "M2", ":")):
+        # M1 = M2 (the flat GEMM wins nowhere) is one line with one label, not two overprinted.
+        marks = ([(s["m1"], "M1 = M2", "--")] if s["m1"] == s["m2"] else
+                 [(s["m1"], "M1", "--"), (s["m2"], "M2", ":")])
+        for m, name, ls in marks:
             if m > 0:
                 ax.axvline(m + 0.5, color="gray", linestyle=ls, linewidth=1)
-                ax.text(m + 0.5, ax.get_ylim()[1], f" {name}={m}", va="top", fontsize=8)
+                ax.text(m + 0.5, ax.get_ylim()[1], f" {name} = {m}", va="top", fontsize=8)
         ax.set_xscale("log", base=2)
         top = max(r["m"] for r in rows)
         ticks = [2 ** i for i in range(0, 16) if 2 ** i <= top]
