@@ -569,9 +569,13 @@ TEST(GemmTable, BuiltInDefaults) {
     EXPECT_EQ(b->dtype(), dt);
     ASSERT_FALSE(b->shapes().empty());
     EXPECT_NE(b->gpu().name.find("H200"), std::string::npos);
-    // Llama-2-7B's shapes are in it.
+    // The [N, K] of every linear layer of the four paper models are in it (o of Llama-2-7B,
+    // ChatGLM2-6B and OPT-6.7B is one shape, as is the QKV of Llama-2-7B and OPT-6.7B).
     for (auto [n, k] : std::vector<std::pair<int64_t, int64_t>>{
-             {12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}, {32000, 4096}})
+             {12288, 4096}, {4096, 4096}, {22016, 4096}, {4096, 11008}, {32000, 4096},  // 7B
+             {15360, 5120}, {5120, 5120}, {27648, 5120}, {5120, 13824}, {32000, 5120},  // 13B
+             {4608, 4096}, {27392, 4096}, {4096, 13696}, {65024, 4096},  // ChatGLM2-6B
+             {16384, 4096}, {4096, 16384}, {50272, 4096}})               // OPT-6.7B
       EXPECT_NE(b->find(n, k), nullptr) << n << " " << k;
   }
   auto b = builtin_gemm_table(DType::kF16);
