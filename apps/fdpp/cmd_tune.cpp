@@ -66,6 +66,27 @@ nlohmann::json regret_json(const GemmRegret& r) {
           {"unmeasured", r.unmeasured}};
 }
 
+// The two timings behind the worst regret, on both passes: whether the table's choice slowed
+// down or its rival sped up (on the H200 cuBLASLt's time on some shapes moves by ~10%
+// between passes while the GEMV's stays within 0.5%: docs/benchmarks.md).
+void print_regret_point(const TunedGemmTable& table, const GemmShapeReport& worst, DType dtype,
+                        const std::vector<GemmTiming>& verify,
+                        const std::vector<GemmTiming>& derived_from) {
+  const int m = worst.table.worst_m;
+  const std::optional<ImplChoice> choice = table.lookup(m, worst.n, worst.k, dtype);
+  if (!choice) return;
+  const std::optional<GemmRegretPoint> p = gemm_regret_point(verify, worst.n, worst.k, m, *choice);
+  if (!p) return;
+  const auto first = [&](const ImplChoice& c) {
+    const std::optional<double> us = measured_us(derived_from, worst.n, worst.k, m, c);
+    return us ? fmt::format("{:.1f}", *us) : std::string("-");
+  };
+  fmt::print("  there the table's {} took {:.1f} µs and the fastest, {}, {:.1f} µs; on the pass "
+             "the table was derived from {} and {} µs\n",
+             impl_choice_name(p->choice), p->choice_us, impl_choice_name(p->best), p->best_us,
+             first(p->choice), first(p->best));
+}
+
 Status write_text(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) return IoError("cannot write " + path);
@@ -161,6 +182,8 @@ int run_tune(const TuneOptions& o) {
   if (worst != nullptr)
     fmt::print("\nworst table regret: {} ({}, M = {}): {} the {} bound\n", pct(worst->table.max),
                worst->name, worst->table.worst_m, within ? "within" : "ABOVE", pct(kMaxRegret));
+  if (passes == 2 && worst != nullptr && worst->table.max > 0)
+    print_regret_point(*table, *worst, dtype, verify, derived_from);
   if (!within)
     spdlog::warn("the table's regret exceeds {} (timing noise? try --reps 30)", pct(kMaxRegret));
 

@@ -268,6 +268,27 @@ std::optional<ImplChoice> fastest_measured(const std::vector<GemmTiming>& timing
   return best->choice;
 }
 
+std::optional<double> measured_us(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
+                                  int m, const ImplChoice& choice) {
+  std::optional<double> us;
+  for (const GemmTiming& t : timings)
+    if (usable(t) && t.n == n && t.k == k && t.m == m && times(t, choice) && (!us || t.us < *us))
+      us = t.us;
+  return us;
+}
+
+std::optional<GemmRegretPoint> gemm_regret_point(const std::vector<GemmTiming>& timings,
+                                                 int64_t n, int64_t k, int m,
+                                                 const ImplChoice& choice) {
+  const std::optional<double> got = measured_us(timings, n, k, m, choice);
+  if (!got) return std::nullopt;
+  GemmRegretPoint p{choice, choice, *got, *got};
+  for (const GemmTiming& t : timings)
+    if (usable(t) && t.n == n && t.k == k && t.m == m && t.us < p.best_us)
+      p.best = t.choice, p.best_us = t.us;
+  return p;
+}
+
 GemmRegret gemm_regret(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
                        const GemmChooser& choose) {
   std::map<int, std::vector<const GemmTiming*>> by_m;

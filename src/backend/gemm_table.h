@@ -164,6 +164,23 @@ GemmRegret gemm_regret(const std::vector<GemmTiming>& timings, int64_t n, int64_
 std::optional<ImplChoice> fastest_measured(const std::vector<GemmTiming>& timings, int64_t n,
                                            int64_t k, int m, GemmImpl impl);
 
+// The two sides of one regret point at (n, k, m): the fastest measurement of exactly
+// `choice` (a split of 0: the planner's) and the fastest measurement of anything. nullopt
+// when `choice` was not measured there. With measured_us, a verification pass's worst
+// point can be read against the pass the table was derived from: did the choice slow
+// down, or did its rival speed up?
+struct GemmRegretPoint {
+  ImplChoice choice;
+  ImplChoice best;  // as measured: its split resolved
+  double choice_us = 0, best_us = 0;
+};
+std::optional<GemmRegretPoint> gemm_regret_point(const std::vector<GemmTiming>& timings,
+                                                 int64_t n, int64_t k, int m,
+                                                 const ImplChoice& choice);
+// The fastest measurement of exactly `choice` at (n, k, m); nullopt when none.
+std::optional<double> measured_us(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
+                                  int m, const ImplChoice& choice);
+
 // What `fdpp tune` prints per shape. `timings` should come from a pass other than the
 // one the table was derived from: on its own measurements a table's regret is 0 by
 // construction, and only a second pass shows what timing noise made it pick.

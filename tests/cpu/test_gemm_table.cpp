@@ -274,6 +274,37 @@ TEST(GemmTable, MissingShapeFallsBackToTheBuiltInRule) {
 
 // ---- regret ---------------------------------------------------------------------------
 
+// The worst point of a verification pass, read against the pass the table came from: the
+// table's GEMV held its time while cuBLASLt sped up (what fdpp tune prints under the table).
+TEST(GemmTable, RegretPointAcrossPasses) {
+  const ImplChoice gemv_s2{GemmImpl::kGemv, -1, 2};
+  const std::vector<GemmTiming> pass1 = {{"x", 64, 64, 2, gemv_s2, false, 68.5},
+                                         {"x", 64, 64, 2, kGemv, true, 70.0},
+                                         {"x", 64, 64, 2, kCublas, true, 72.3}};
+  const std::vector<GemmTiming> pass2 = {{"x", 64, 64, 2, gemv_s2, false, 68.6},
+                                         {"x", 64, 64, 2, kGemv, true, 70.1},
+                                         {"x", 64, 64, 2, kCublas, true, 65.4},
+                                         {"x", 64, 64, 3, kCublas, true, 1.0}};
+  const TunedGemmTable table = derive_ok(pass1);
+  const std::optional<ImplChoice> choice = table.lookup(2, 64, 64, DType::kF16);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(*choice, gemv_s2);
+  const std::optional<GemmRegretPoint> p = gemm_regret_point(pass2, 64, 64, 2, *choice);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->choice, gemv_s2);
+  EXPECT_EQ(p->choice_us, 68.6);
+  EXPECT_EQ(p->best, kCublas);
+  EXPECT_EQ(p->best_us, 65.4);
+  EXPECT_EQ(measured_us(pass1, 64, 64, 2, p->best), 72.3);
+  EXPECT_EQ(measured_us(pass1, 64, 64, 2, kGemv), 70.0);  // split 0: the planner's run only
+  // Its own best: both sides are the choice. Not measured there: nothing to print.
+  const std::optional<GemmRegretPoint> own = gemm_regret_point(pass1, 64, 64, 2, gemv_s2);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->best_us, own->choice_us);
+  EXPECT_FALSE(gemm_regret_point(pass2, 64, 64, 3, kGemv).has_value());
+  EXPECT_FALSE(measured_us(pass2, 64, 64, 4, kCublas).has_value());
+}
+
 TEST(GemmTable, Regret) {
   std::vector<GemmTiming> pass1;
   add_sweep(pass1, "o", 4096, 4096, plausible);
