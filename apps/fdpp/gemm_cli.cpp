@@ -11,8 +11,8 @@ void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
       ->capture_default_str();
   add_pdl_option(sub, o.pdl);
   sub->add_option("--fuse", o.fuse,
-                  "RMSNorm and the SiLU gate inside the GEMV's load of x (CUDA decode) instead "
-                  "of kernels of their own")
+                  "RMSNorm and the SiLU gate inside the GEMV's load of x (CUDA decode at batch 1) "
+                  "instead of kernels of their own")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   if (!with_tuning) return;
@@ -20,8 +20,8 @@ void add_gemm_options(CLI::App* sub, GemmCliOptions& o, bool with_tuning) {
                   "GEMM dispatch table file (default: this GPU's from fdpp tune, else built-in "
                   "defaults)");
   sub->add_flag("--autotune", o.autotune,
-                "tune the model's GEMM shapes at start when the table lacks them (a few "
-                "seconds), and save");
+                "tune the model's GEMM shapes at start when the table lacks them (about 5 s "
+                "for a 7B model on an H200), and save");
 }
 
 void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo) {
