@@ -291,24 +291,21 @@ std::optional<GemmRegretPoint> gemm_regret_point(const std::vector<GemmTiming>& 
 
 GemmRegret gemm_regret(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
                        const GemmChooser& choose) {
-  std::map<int, std::vector<const GemmTiming*>> by_m;
+  std::set<int> ms;  // every M measured for the shape
   for (const GemmTiming& t : timings)
-    if (usable(t) && t.n == n && t.k == k) by_m[t.m].push_back(&t);
+    if (usable(t) && t.n == n && t.k == k) ms.insert(t.m);
   GemmRegret r;
   double sum = 0;
-  for (const auto& [m, ts] : by_m) {
-    double best = ts.front()->us;
-    for (const GemmTiming* t : ts) best = std::min(best, t->us);
+  for (const int m : ms) {
     const std::optional<ImplChoice> c = choose ? choose(m) : std::nullopt;
-    const GemmTiming* got = nullptr;  // the fastest run of the choice, should a pass repeat it
-    if (c)
-      for (const GemmTiming* t : ts)
-        if (times(*t, *c) && (got == nullptr || t->us < got->us)) got = t;
-    if (got == nullptr) {
+    // The choice's fastest run (should a pass repeat it) against the fastest of all.
+    const std::optional<GemmRegretPoint> p =
+        c ? gemm_regret_point(timings, n, k, m, *c) : std::nullopt;
+    if (!p) {
       ++r.unmeasured;
       continue;
     }
-    const double regret = got->us / best - 1.0;
+    const double regret = p->choice_us / p->best_us - 1.0;
     sum += regret;
     ++r.points;
     if (r.worst_m == 0 || regret > r.max) r.max = regret, r.worst_m = m;
