@@ -117,7 +117,7 @@ int run_tune(const TuneOptions& o) {
   const GpuIdentity gpu = cuda::gpu_identity(*info);
 
   std::vector<cuda::GemmBenchShape> all;
-  for (const GemmShape& s : gemm_shapes(*cfg)) all.push_back({s.name, s.n, s.k});
+  for (const GemmShape& s : gemm_shapes(*cfg)) all.push_back({s.name, s.n, s.k, s.prologue});
   const std::vector<cuda::GemmBenchShape> shapes = cuda::distinct_gemm_shapes(all);
   cuda::GemmTuneOptions to;
   to.max_m = o.max_m;

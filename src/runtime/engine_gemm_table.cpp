@@ -63,7 +63,7 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
   FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, cuda::gpu_identity(be));
   const DType dtype = be.activation_dtype();
   std::vector<cuda::GemmBenchShape> model_shapes;
-  for (const GemmShape& s : gemm_shapes(cfg)) model_shapes.push_back({s.name, s.n, s.k});
+  for (const GemmShape& s : gemm_shapes(cfg)) model_shapes.push_back({s.name, s.n, s.k, s.prologue});
   model_shapes = cuda::distinct_gemm_shapes(model_shapes);
   const auto install = [&](TunedGemmTable t) {
     be.gemm_dispatcher().set_table(std::make_shared<const TunedGemmTable>(std::move(t)));

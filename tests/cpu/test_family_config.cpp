@@ -106,6 +106,8 @@ TEST(OptConfig, Opt67b) {
   EXPECT_EQ(s[4].name, "lm_head");
   EXPECT_EQ(s[4].n, 50272);
   EXPECT_EQ(s[4].count, 1);
+  // OptModel runs its LayerNorms and activation as kernels of their own: no prologue.
+  for (const GemmShape& g : s) EXPECT_EQ(g.prologue, LinearPrologue::Kind::kNone) << g.name;
 }
 
 TEST(OptConfig, Opt350mPostNormWithProjections) {
@@ -206,6 +208,11 @@ TEST(ChatGlmConfig, VariantsAndErrors) {
   EXPECT_EQ(mha.num_kv_heads, 32);
   const ModelConfig nofinal = parse(with(kChatGlm2, "post_layer_norm", "false"));
   EXPECT_FALSE(nofinal.final_norm);
+  // Without the final norm the LM head's GEMV has no prologue; qkv keeps its norm.
+  const auto shapes = gemm_shapes(nofinal);
+  EXPECT_EQ(shapes.back().prologue, LinearPrologue::Kind::kNone);
+  EXPECT_EQ(shapes[0].prologue, LinearPrologue::Kind::kRmsNorm);
+  EXPECT_EQ(gemm_shapes(parse(kChatGlm2)).back().prologue, LinearPrologue::Kind::kRmsNorm);
 
   expect_error(with(kChatGlm2, "ffn_hidden_size", ""), StatusCode::kInvalidArgument,
                "ffn_hidden_size");

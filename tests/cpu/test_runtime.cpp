@@ -142,6 +142,13 @@ TEST(Plans, Llama2_7bWeightsAndShapes) {
   EXPECT_EQ(shapes[2].n, 22016);  // gate|up
   EXPECT_EQ(shapes[3].k, 11008);  // down
   EXPECT_EQ(shapes[4].n, 32000);  // LM head
+  // The prologue LlamaModel applies before each (the tuner times the fused GEMV with it).
+  using Kind = LinearPrologue::Kind;
+  EXPECT_EQ(shapes[0].prologue, Kind::kRmsNorm);  // attention norm
+  EXPECT_EQ(shapes[1].prologue, Kind::kNone);     // O reads the attention output
+  EXPECT_EQ(shapes[2].prologue, Kind::kRmsNorm);  // MLP norm
+  EXPECT_EQ(shapes[3].prologue, Kind::kSiluMul);  // silu(gate) · up
+  EXPECT_EQ(shapes[4].prologue, Kind::kRmsNorm);  // final norm
 }
 
 TEST(Plans, MemoryPlanCountsKvCacheAndActivations) {

@@ -112,6 +112,8 @@ class CudaBackend final : public Backend {
   // The stream as fdpp's kernel launchers take it: with PDL when enabled (launch.h).
   KernelStream kernel_stream() const { return {stream_, pdl_}; }
   bool pdl() const { return pdl_; }
+  // Whether fused_linear applies prologues inside the GEMV (at M <= kMaxFusedPrologueM).
+  bool fuses_prologues() const { return fuse_prologues_; }
   const cudaDeviceProp& props() const { return props_; }
   // Compute capability × 10 (90 for the H200): what kernels with per-arch features check.
   int sm_arch() const { return props_.major * 10 + props_.minor; }

@@ -17,6 +17,7 @@ namespace fdpp::cuda {
 namespace {
 
 constexpr size_t kCopyAlign = 256;  // every weight copy starts 256-byte aligned, as a checkpoint's
+constexpr float kBenchNormEps = 1e-5f;  // Llama-2's rms_norm_eps
 
 std::vector<ImplChoice> choices_for(const GemmBenchOptions& o) {
   std::vector<ImplChoice> c;
@@ -37,25 +38,25 @@ struct PreparedPlan {
 };
 
 // Runs `plan` once per weight copy (cuBLASLt plan creation, first-launch costs), then
-// captures `calls` of them into a graph and replays it twice (warm-up).
+// captures `calls` of them into a graph, each after `before` when it is set (the prologue
+// as its own kernel), and replays it twice (warm-up).
 Status prepare_plan(CudaBackend& be, const GemmPlan& plan, GemmArgs args, const char* weights,
                     size_t copy_stride, int copies, const GemmBenchOptions& o,
-                    PreparedPlan* out) {
+                    const std::function<Status()>& before, PreparedPlan* out) {
   GemmDispatcher& d = be.gemm_dispatcher();
   const KernelStream stream = be.kernel_stream();  // with PDL when the engine has it
-  for (int i = 0; i < copies; ++i) {
-    args.w = weights + i * copy_stride;
-    FDPP_RETURN_IF_ERROR(d.execute(plan, args, stream));
-  }
+  const auto call = [&](int i) -> Status {
+    if (before) FDPP_RETURN_IF_ERROR(before());
+    args.w = weights + (i % copies) * copy_stride;
+    return d.execute(plan, args, stream);
+  };
+  for (int i = 0; i < copies; ++i) FDPP_RETURN_IF_ERROR(call(i));
   FDPP_RETURN_IF_ERROR(be.synchronize());
 
   out->calls = std::max(o.min_calls, copies);
   FDPP_RETURN_IF_ERROR(be.begin_capture());
   Status captured = Status::Ok();
-  for (int i = 0; i < out->calls && captured.ok(); ++i) {
-    args.w = weights + (i % copies) * copy_stride;
-    captured = d.execute(plan, args, stream);
-  }
+  for (int i = 0; i < out->calls && captured.ok(); ++i) captured = call(i);
   auto graph = be.end_capture();  // ends the capture on every path
   FDPP_RETURN_IF_ERROR(captured);
   if (!graph.ok()) return graph.status();
@@ -88,16 +89,23 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
     const int copies = static_cast<int>(std::max<int64_t>(
         o.min_copies, (o.rotate_bytes + static_cast<int64_t>(w_bytes) - 1) / w_bytes));
     FDPP_ASSIGN_OR_RETURN(Buffer weights, be.alloc(stride * copies));
-    FDPP_ASSIGN_OR_RETURN(Buffer x, be.alloc(static_cast<size_t>(max_m * s.k) * 2));  // (M, K)
+    // x is (M, K), or (M, 2K) for the SiLU gate's gate|up; the norm weight is (K).
+    const bool gated = s.prologue == LinearPrologue::Kind::kSiluMul;
+    const size_t x_elems = static_cast<size_t>(max_m * s.k) * (gated ? 2 : 1);
+    FDPP_ASSIGN_OR_RETURN(Buffer x, be.alloc(x_elems * 2));
     FDPP_ASSIGN_OR_RETURN(Buffer y, be.alloc(static_cast<size_t>(max_m * s.n) * 2));  // (M, N)
+    FDPP_ASSIGN_OR_RETURN(Buffer norm_w, be.alloc(static_cast<size_t>(s.k) * 2));
+    // Where an unfused prologue writes f(x) for the GEMM (LinearPrologue::scratch).
+    FDPP_ASSIGN_OR_RETURN(Buffer scratch, be.alloc(static_cast<size_t>(max_m * s.k) * 2));
     auto* wbase = static_cast<char*>(weights.data());
     // W ~ U(-1/√K, 1/√K) keeps y of order 1, as trained weights do; x ~ U(-1, 1).
     const float w_scale = 1.0f / std::sqrt(static_cast<float>(s.k));
     for (int i = 0; i < copies; ++i)
       FDPP_RETURN_IF_ERROR(fill_random(wbase + i * stride, static_cast<size_t>(s.n * s.k), dtype,
                                        w_scale, 1000 * si + i, be.stream()));
-    FDPP_RETURN_IF_ERROR(fill_random(x.data(), static_cast<size_t>(max_m * s.k), dtype, 1.0f,
-                                     77 + si, be.stream()));
+    FDPP_RETURN_IF_ERROR(fill_random(x.data(), x_elems, dtype, 1.0f, 77 + si, be.stream()));
+    FDPP_RETURN_IF_ERROR(
+        fill_random(norm_w.data(), static_cast<size_t>(s.k), dtype, 1.0f, 99 + si, be.stream()));
     FDPP_RETURN_IF_ERROR(be.synchronize());
 
     for (const int m : o.ms) {
@@ -160,7 +168,30 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
             continue;
           }
         }
-        const Status ready = prepare_plan(be, plan, a, wbase, stride, copies, o, &prepared[pi]);
+        // Each implementation as the engine runs it where it fuses the shape's prologue
+        // (fused_linear): the GEMV with the prologue inside, the others after it as a
+        // kernel of its own that writes their x.
+        GemmArgs pa = a;
+        std::function<Status()> before;
+        if (o.engine_prologues && s.prologue != LinearPrologue::Kind::kNone &&
+            m <= kMaxFusedPrologueM && be.fuses_prologues()) {
+          const Tensor in(x.data(), dtype, Device::kCUDA, Shape{m, gated ? 2 * s.k : s.k});
+          const Tensor out(scratch.data(), dtype, Device::kCUDA, Shape{m, s.k});
+          const Tensor nw(norm_w.data(), dtype, Device::kCUDA, Shape{s.k});
+          if (gated) r.bytes += 2.0 * m * s.k;  // gate|up: twice the x of a plain call
+          if (plan.choice.impl == GemmImpl::kGemv) {
+            pa.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
+            pa.norm_weight = gated ? nullptr : norm_w.data();
+            pa.norm_eps = kBenchNormEps;
+          } else {
+            pa.x = scratch.data();
+            before = [&be, gated, in, out, nw] {
+              return gated ? be.silu_mul(in, out) : be.rmsnorm(in, nw, kBenchNormEps, out);
+            };
+          }
+        }
+        const Status ready =
+            prepare_plan(be, plan, pa, wbase, stride, copies, o, before, &prepared[pi]);
         // A heuristic index past the answers cuBLASLt offers for this shape: not a choice.
         if (plan.choice.impl == GemmImpl::kCublas && plan.choice.algo > 0 &&
             ready.code() == StatusCode::kUnsupported) {

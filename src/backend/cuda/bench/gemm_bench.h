@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/gemm_plan.h"
 #include "fdpp/status.h"
 
@@ -26,6 +27,9 @@ struct GemmBenchShape {
   std::string name;  // "qkv", "o", ...
   int64_t n = 0;
   int64_t k = 0;
+  // The model's prologue on x before this GEMM (model/gemm_shapes.h); timed with the
+  // GEMV when GemmBenchOptions::engine_prologues says so.
+  LinearPrologue::Kind prologue = LinearPrologue::Kind::kNone;
 };
 
 struct GemmBenchOptions {
@@ -50,6 +54,15 @@ struct GemmBenchOptions {
   // The replays of one M's candidates are spread over this many rounds that visit every
   // candidate in turn (gemm_bench.cpp says why); 1: each candidate's replays in one block.
   int rounds = 1;
+  // Where the engine fuses the shape's prologue (M up to kMaxFusedPrologueM, fusion on),
+  // time each implementation as fused_linear runs it: the GEMV with the prologue inside,
+  // the others after the prologue's own kernel. The plain kernels misjudge both: on the
+  // H200 (2026-11-30 19:51 UTC, Llama-2-7B, batch 1, ctx 1K) down's fused GEMV at split 1
+  // instead of the built-in table's 4 cost 5.3% of the decode step (3.84 -> 4.05 ms),
+  // which a tune of the plain kernel had just picked; timing the fused GEMV against plain
+  // cuBLASLt then handed down to cuBLASLt (27.8 against 28.3 µs), 3.8% slower in the step
+  // with its SiLU-gate kernel (19:58 UTC).
+  bool engine_prologues = false;
   int min_calls = 16;                         // calls per graph (at least one per copy)
   int min_copies = 8;                         // weight copies rotated through
   int64_t rotate_bytes = int64_t{512} << 20;  // the copies span at least this

@@ -33,8 +33,13 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
   for (const GemmBenchShape& s : shapes) {
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const GemmBenchShape& o) { return o.n == s.n && o.k == s.k; });
-    if (it == out.end()) out.push_back(s);
-    else it->name += "," + s.name;
+    if (it == out.end()) {
+      out.push_back(s);
+    } else {
+      it->name += "," + s.name;
+      // One table entry serves both: time the plain GEMV unless they share the prologue.
+      if (it->prologue != s.prologue) it->prologue = LinearPrologue::Kind::kNone;
+    }
   }
   return out;
 }
@@ -68,6 +73,7 @@ Result<std::vector<GemmTiming>> measure_gemm_timings(CudaBackend& be,
   bo.gemv_splits = o.gemv_splits;
   bo.flat_once_per_tile = true;
   bo.cublas_algos = o.cublas_algos;
+  bo.engine_prologues = true;
   const int64_t l2 = be.props().l2CacheSize;
   bo.rotate_bytes = o.rotate_bytes > 0 ? o.rotate_bytes : std::max<int64_t>(4 * l2, int64_t{64} << 20);
   FDPP_ASSIGN_OR_RETURN(std::vector<GemmMeasurement> ms, run_gemm_bench(be, bo, progress));

@@ -2,8 +2,9 @@
 // the engine's --autotune. For each distinct [N, K], M is swept densely where the three
 // implementations trade places (1..64: GEMV to flat to cuBLASLt) and sparsely above
 // (80..512, where only cuBLASLt runs); ImplA, every ImplB configuration and cuBLASLt are
-// timed by gemm_bench (graph replays, L2 defeated) and the fastest per M kept
-// (backend/gemm_table.h).
+// timed by gemm_bench (graph replays, L2 defeated; the GEMV at batch 1 with the norm or
+// SiLU-gate prologue the engine fuses into it, GemmBenchOptions::engine_prologues) and the
+// fastest per M kept (backend/gemm_table.h).
 #pragma once
 
 #include <cstdint>
