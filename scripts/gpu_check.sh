@@ -8,6 +8,7 @@
 #   family baselines ncu ab
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
+#   ABLATION_LONG_ARGS (the ablation's 32K engine; 13B: -b 1,2) /
 #   FUSE_ARGS / FUSE_REPS / NCU_ATTN_CONFIGS / AB_OTHER (required by ab) / AB_ARGS / AB_REPS /
 #   FAMILY_COMPARE_ARGS (e.g. --noise-floor: transformers' own fp16 error beside fdpp's)
 #   (extra arguments), MODEL (random model, default llama-2-7b), FAMILY_MODELS (the family stage's
@@ -188,16 +189,25 @@ for stage in "${stages[@]}"; do
       done
       ;;
     ablation)
-      # {softmax sync, unified} x {gemm cublas, auto, gemv, flat} (issue 6), one bench per cell.
-      for sm in sync unified; do
-        for g in cublas auto gemv flat; do
+      # Issue 6's grid, one bench per cell: {softmax sync, unified} x {gemm cublas, auto}, plus
+      # gemv and flat forced (sync); contexts 128/1K/8K in one engine, then 32K (an engine of its
+      # own: the KV cache is sized by the largest batch x context) for the 2 x 2 grid.
+      # scripts/ablation_table.py turns the folder into the tables of docs/benchmarks.md.
+      adir=$WORK/ablation_$MODEL; mkdir -p "$adir"
+      for cell in sync:cublas sync:auto unified:cublas unified:auto sync:gemv sync:flat; do
+        sm=${cell%:*}; g=${cell#*:}
+        # shellcheck disable=SC2086
+        "$FDPP" bench -m "$MODELS_TMP/$MODEL" --softmax "$sm" --gemm "$g" \
+          ${ABLATION_ARGS:--b 1,2,4,8 -p 128,1024,8192 -n 48 -r 2} >"$adir/abl_${sm}_$g.md" 2>&1
+        note "ablation $MODEL softmax=$sm gemm=$g: exit $? ($(stage_time $t0))"
+        case $g in cublas|auto)
           # shellcheck disable=SC2086
-          "$FDPP" bench -m "$MODELS_TMP/$MODEL" --softmax "$sm" --gemm "$g" ${ABLATION_ARGS:--b 1,8 -p 1024 -n 64 -r 2} \
-            >"$WORK/ablation_${MODEL}_${sm}_$g.md" 2>"$WORK/ablation_${MODEL}_${sm}_$g.err"
-          note "ablation $MODEL softmax=$sm gemm=$g: exit $? ($(stage_time $t0))"
-          cat "$WORK/ablation_${MODEL}_${sm}_$g.md" >>"$summary"
-        done
+          "$FDPP" bench -m "$MODELS_TMP/$MODEL" --softmax "$sm" --gemm "$g" \
+            ${ABLATION_LONG_ARGS:--b 1,2,4 -p 32768 -n 32 -r 1} >"$adir/abl32k_${sm}_$g.md" 2>&1
+          note "ablation $MODEL 32K softmax=$sm gemm=$g: exit $? ($(stage_time $t0))" ;;
+        esac
       done
+      python3 scripts/ablation_table.py "$adir" >>"$summary"
       ;;
     family)
       # Issue 7, one model at a time (the disk holds about two): random weights, its GEMM table
