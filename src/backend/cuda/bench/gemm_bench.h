@@ -58,9 +58,9 @@ struct GemmBenchOptions {
   // time each implementation as fused_linear runs it: the GEMV with the prologue inside,
   // the others after the prologue's own kernel. The plain kernels misjudge both: on the
   // H200 (2026-11-30 19:51 UTC, Llama-2-7B, batch 1, ctx 1K) down's fused GEMV at split 1
-  // instead of the built-in table's 4 cost 5.3% of the decode step (3.84 -> 4.05 ms),
+  // instead of the built-in table's 4 cost 5.5% of the decode step (3.84 -> 4.05 ms),
   // which a tune of the plain kernel had just picked; timing the fused GEMV against plain
-  // cuBLASLt then handed down to cuBLASLt (27.8 against 28.3 µs), 3.8% slower in the step
+  // cuBLASLt then handed down to cuBLASLt (27.8 against 28.3 µs), 3.6% slower in the step
   // with its SiLU-gate kernel (19:58 UTC).
   bool engine_prologues = false;
   int min_calls = 16;                         // calls per graph (at least one per copy)
