@@ -95,7 +95,7 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
     FDPP_ASSIGN_OR_RETURN(Buffer x, be.alloc(x_elems * 2));
     FDPP_ASSIGN_OR_RETURN(Buffer y, be.alloc(static_cast<size_t>(max_m * s.n) * 2));  // (M, N)
     FDPP_ASSIGN_OR_RETURN(Buffer norm_w, be.alloc(static_cast<size_t>(s.k) * 2));
-    // Where an unfused prologue writes f(x) for the GEMM (LinearPrologue::scratch).
+    // (M, K): where an unfused prologue writes f(x) for the GEMM (LinearPrologue::scratch).
     FDPP_ASSIGN_OR_RETURN(Buffer scratch, be.alloc(static_cast<size_t>(max_m * s.k) * 2));
     auto* wbase = static_cast<char*>(weights.data());
     // W ~ U(-1/√K, 1/√K) keeps y of order 1, as trained weights do; x ~ U(-1, 1).
