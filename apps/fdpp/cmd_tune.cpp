@@ -165,9 +165,12 @@ int run_tune(const TuneOptions& o) {
   fmt::print("fdpp tune | {} | {} | {} | {} | M 1..{} ({} values) | {} replays, median\n",
              o.model, info->summary(), dtype_name(dtype), table->created, ms.back(), ms.size(),
              o.reps);
-  fmt::print("regret = time of the choice / time of the best measured choice - 1, {}\n\n",
+  fmt::print("regret = time of the choice / time of the best measured choice - 1, {}\n",
              passes == 2 ? "on a second, independent pass"
                          : "on the same pass (0 for the table by construction: --no-verify)");
+  fmt::print("at M <= {} a shape with a norm or SiLU-gate prologue is timed as the engine runs it: "
+             "the GEMV with the prologue fused, the others after its kernel\n\n",
+             cuda::kMaxFusedPrologueM);
   fmt::print("| shape | N | K | M1 | M2 | table regret | M1/M2-only regret | built-in rule regret |\n");
   fmt::print("|:--|--:|--:|--:|--:|--:|--:|--:|\n");
   const GemmShapeReport* worst = nullptr;
