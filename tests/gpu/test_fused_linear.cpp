@@ -1,8 +1,9 @@
 // Backend::fused_linear on CUDA: when the dispatcher picks the GEMV and M is at most
 // kMaxFusedPrologueM, the kernel applies RMSNorm or the SiLU gate while it stages x
 // (gemm/gemv_kernel.cuh); any other call runs the op into the scratch tensor first (the
-// kernel's prologue at larger M is exercised through the dispatcher: ForcedSplitK). Either way the result must be what the separate
-// ops give, run on the same GPU under the same GEMM plan:
+// kernel's prologue at larger M is exercised through the dispatcher: ForcedSplitK). Either
+// way the result must be what the separate ops give, run on the same GPU under the same
+// GEMM plan:
 //  - the SiLU gate bit for bit (the same element formula feeds the same GEMV);
 //  - RMSNorm within a rounding of the normalised x: the fused GEMV rounds x · weight and
 //    applies the row's 1/rms to the dot product, the separate op rounds x · (1/rms) and

@@ -175,15 +175,15 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
         std::function<Status()> before;
         if (o.engine_prologues && s.prologue != LinearPrologue::Kind::kNone &&
             m <= kMaxFusedPrologueM && be.fuses_prologues()) {
-          const Tensor in(x.data(), dtype, Device::kCUDA, Shape{m, gated ? 2 * s.k : s.k});
-          const Tensor out(scratch.data(), dtype, Device::kCUDA, Shape{m, s.k});
-          const Tensor nw(norm_w.data(), dtype, Device::kCUDA, Shape{s.k});
           if (gated) r.bytes += 2.0 * m * s.k;  // gate|up: twice the x of a plain call
           if (plan.choice.impl == GemmImpl::kGemv) {
             pa.prologue = gated ? GemvPrologue::kSiluMul : GemvPrologue::kRmsNorm;
             pa.norm_weight = gated ? nullptr : norm_w.data();
             pa.norm_eps = kBenchNormEps;
           } else {
+            const Tensor in(x.data(), dtype, Device::kCUDA, Shape{m, gated ? 2 * s.k : s.k});
+            const Tensor out(scratch.data(), dtype, Device::kCUDA, Shape{m, s.k});
+            const Tensor nw(norm_w.data(), dtype, Device::kCUDA, Shape{s.k});
             pa.x = scratch.data();
             before = [&be, gated, in, out, nw] {
               return gated ? be.silu_mul(in, out) : be.rmsnorm(in, nw, kBenchNormEps, out);
