@@ -172,25 +172,18 @@ TEST(SplitPlan, EmptySplitsOnlyAtTheTail) {
 }
 
 
-TEST(SplitPlan, TensorCoreKernelExceptLargeMha) {
-  // GQA always takes the tensor cores, whatever the work.
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true, 4, 8, 32768));
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 64, true, 2, 1, 1 << 20));
-  // MHA below the threshold, or with the length unknown, too.
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true, 1, 1, 8192));
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true, 1, 8, 4095));
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true, 1, 1, 16384));
-  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true, 1, 8, 0));
-  // MHA at batch × length >= 32K keys streams as fast or faster on the CUDA cores.
-  EXPECT_FALSE(decode_uses_tensor_cores(90, 128, true, 1, 8, 4096));
-  EXPECT_FALSE(decode_uses_tensor_cores(90, 128, true, 1, 1, 32768));
+TEST(SplitPlan, TensorCoreKernelWhereverItRuns) {
+  // GQA and MHA alike, whatever the work (MHA at batch × length >= 32K keys went to the
+  // CUDA-core kernel until the TMA maps' 128-byte L2 promotion made the tensor cores faster).
+  EXPECT_TRUE(decode_uses_tensor_cores(90, 128, true));
+  EXPECT_TRUE(decode_uses_tensor_cores(90, 64, true));
+  EXPECT_TRUE(decode_uses_tensor_cores(100, 128, true));
   // No tensor-core kernel before Hopper (its tiles come by TMA).
-  EXPECT_FALSE(decode_uses_tensor_cores(80, 128, true, 4, 1, 128));
-  EXPECT_FALSE(decode_uses_tensor_cores(0, 128, true, 4, 1, 128));
-  EXPECT_TRUE(decode_uses_tensor_cores(100, 128, true, 4, 1, 128));
+  EXPECT_FALSE(decode_uses_tensor_cores(80, 128, true));
+  EXPECT_FALSE(decode_uses_tensor_cores(0, 128, true));
   // No tensor-core kernel for other head dims, nor for unaligned (generic) launches.
-  EXPECT_FALSE(decode_uses_tensor_cores(90, 256, true, 4, 1, 128));
-  EXPECT_FALSE(decode_uses_tensor_cores(90, 128, false, 4, 1, 128));
+  EXPECT_FALSE(decode_uses_tensor_cores(90, 256, true));
+  EXPECT_FALSE(decode_uses_tensor_cores(90, 128, false));
 }
 
 }  // namespace

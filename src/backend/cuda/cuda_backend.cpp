@@ -489,8 +489,7 @@ Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel, bool t
 Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int head_dim,
                                        int max_length, bool fast_kernel) {
   if (decode_splits_override_ > 0) return std::min(decode_splits_override_, kDecodeMaxSplits);
-  const bool tensor_cores =
-      decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel, group, batch, max_length);
+  const bool tensor_cores = decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel);
   FDPP_ASSIGN_OR_RETURN(const int occupancy,
                         decode_occupancy(head_dim, fast_kernel, tensor_cores));
   const DecodeSplitOptions o =

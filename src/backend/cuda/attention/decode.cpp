@@ -26,7 +26,7 @@ bool has_unified_fast(int head_dim) { return head_dim == 64 || head_dim == 128; 
 
 // The tensor-core kernel or the CUDA-core one: split_plan.h says which, and why.
 bool uses_mma(const DecodeParams& p, bool fast) {
-  return decode_uses_tensor_cores(p.sm_arch, p.head_dim, fast, p.group, p.batch, p.max_length);
+  return decode_uses_tensor_cores(p.sm_arch, p.head_dim, fast);
 }
 
 template <DType kDType>

@@ -39,25 +39,19 @@ constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
 
 // Which fast kernel serves head_dim 64/128: the tensor-core one (decode_mma_kernel.cuh: Q·K
 // and P·V as mma.m16n8k16 with the group's query heads on the 8-wide side, TMA copies, 2
-// CTAs/SM) or the CUDA-core one (decode_kernel.cuh: 2·group·head_dim FMAs per key, 32 KB of
-// shared memory, up to 7 CTAs/SM). Measured on the H200 (fdpp bench-attention, fp16, D =
-// 128, 2026-11-30 11:28 UTC, the two choices in alternating builds): the tensor cores win
-// every GQA configuration (32/8, B1 L32768: 40 vs 80 µs) and MHA below 32K keys in all
-// (batch × length 16K: 2.5-7.6% faster synchronized, 5-11% unified), but at 32K keys and
-// more MHA is pure streaming and the CUDA-core kernel's occupancy keeps as many bytes in
-// flight: synchronized 0.96-1.02x there (B2 L32768: 255.7 vs 266.9 µs), unified 1.01-1.05x
-// for the tensor cores. The synchronized policy is the default (docs/techniques.md), so
-// the threshold follows it. max_length 0 (unknown) picks the tensor cores.
-// The tensor-core kernel copies its tiles with TMA, which needs compute capability 9.0
-// (sm_arch = major · 10 + minor, 90 for the H200); an older GPU (A100: 80) runs the
-// CUDA-core kernel at every shape.
-inline constexpr int64_t kDecodeMhaCudaCoreMinKeys = 32768;
+// CTAs/SM) wherever it can run, else the CUDA-core one (decode_kernel.cuh: 2·group·head_dim
+// FMAs per key, 32 KB of shared memory, up to 7 CTAs/SM). The tensor-core kernel copies its
+// tiles with TMA, which needs compute capability 9.0 (sm_arch = major · 10 + minor, 90 for
+// the H200); an older GPU (A100: 80) runs the CUDA-core kernel at every shape.
+// Measured on the H200 (fdpp bench-attention --what decode, fp16, D 128, 2026-11-30): the
+// tensor cores win every GQA configuration (32/8, B1 L32768: 40 vs 80 µs) and, since the TMA
+// maps promote L2 fills to 128 bytes (tensor_map.h), MHA at every length too: 1.04-1.23x at
+// batch × length >= 32K keys (B8 L32768 32/32 1070 -> 947 µs synchronized, 1096 -> 949
+// unified; B8 L8192 280 -> 240), where the CUDA-core kernel had been as fast or faster before
+// (and served those shapes until then); Llama-2-7B decode at b8 ctx 8K went 622 -> 667 tok/s.
 inline constexpr int kDecodeTensorCoreMinArch = 90;
-constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_kernel, int group,
-                                        int batch, int max_length) {
-  if (sm_arch < kDecodeTensorCoreMinArch) return false;
-  if (!fast_kernel || (head_dim != 64 && head_dim != 128)) return false;
-  return !(group == 1 && int64_t{batch} * max_length >= kDecodeMhaCudaCoreMinKeys);
+constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_kernel) {
+  return sm_arch >= kDecodeTensorCoreMinArch && fast_kernel && (head_dim == 64 || head_dim == 128);
 }
 
 // Keys per shared-memory tile of the kernel that runs this head_dim (16-bit elements).
