@@ -287,8 +287,9 @@ for stage in "${stages[@]}"; do
           "$WORK/$tag.txt" | head -3 | tr -s ' ' | tr '\n' ' ') ($(stage_time $t0))"
         # cuDNN's kernel on the same configuration (torch SDPA), for the same three figures: the
         # L2 / DRAM throughput pair of the two kernels is what found the TMA maps' L2 promotion.
-        "$ncu_bin" --section SpeedOfLight --clock-control none --cache-control none -k regex:cudnn --launch-skip 1 \
-          --launch-count 1 python3 scripts/cudnn_decode_once.py "$b" "$l" "${h%/*}" "${h#*/}" \
+        "$ncu_bin" --section SpeedOfLight --clock-control none --cache-control none -k regex:cudnn \
+          --launch-skip 1 --launch-count 1 \
+          python3 scripts/cudnn_decode_once.py "$b" "$l" "${h%/*}" "${h#*/}" \
           >"$WORK/${tag}_cudnn.txt" 2>&1
         note "ncu cuDNN decode B $b L $l $h: $(grep -E 'Duration|DRAM Throughput|L2 Cache Throughput' \
           "$WORK/${tag}_cudnn.txt" | head -3 | tr -s ' ' | tr '\n' ' ')"
