@@ -67,14 +67,16 @@ Result<KVCache> Backend::alloc_kv_cache(const KVCacheLayout& layout) {
 
 Status Backend::fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
                              const Tensor& y, const LinearEpilogue& ep) {
+  if (pro.kind == LinearPrologue::Kind::kNone) return linear(x, w, y, ep);
+  FDPP_RETURN_IF_ERROR(apply_prologue(x, pro));
+  return linear(pro.scratch, w, y, ep);
+}
+
+Status Backend::apply_prologue(const Tensor& x, const LinearPrologue& pro) {
   switch (pro.kind) {
-    case LinearPrologue::Kind::kNone: return linear(x, w, y, ep);
-    case LinearPrologue::Kind::kRmsNorm:
-      FDPP_RETURN_IF_ERROR(rmsnorm(x, pro.norm_weight, pro.eps, pro.scratch));
-      return linear(pro.scratch, w, y, ep);
-    case LinearPrologue::Kind::kSiluMul:
-      FDPP_RETURN_IF_ERROR(silu_mul(x, pro.scratch));
-      return linear(pro.scratch, w, y, ep);
+    case LinearPrologue::Kind::kNone: return Status::Ok();
+    case LinearPrologue::Kind::kRmsNorm: return rmsnorm(x, pro.norm_weight, pro.eps, pro.scratch);
+    case LinearPrologue::Kind::kSiluMul: return silu_mul(x, pro.scratch);
   }
   return InvalidArgument("fused_linear: unknown prologue");
 }

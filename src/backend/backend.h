@@ -209,6 +209,9 @@ class Backend {
   // linear(pro.scratch, ...); a backend overrides it where its GEMM can apply f itself.
   virtual Status fused_linear(const Tensor& x, const LinearPrologue& pro, const Tensor& w,
                               const Tensor& y, const LinearEpilogue& ep);
+  // f(x) into pro.scratch as an op of its own (rmsnorm or silu_mul): the unfused half of
+  // fused_linear. kNone writes nothing.
+  Status apply_prologue(const Tensor& x, const LinearPrologue& pro);
   virtual Status rope_and_append_kv(const RopeAppendArgs& args) = 0;
   virtual Status attention_decode(const AttentionDecodeArgs& args) = 0;
   virtual Status attention_prefill(const AttentionPrefillArgs& args) = 0;

@@ -182,12 +182,11 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
             pa.norm_eps = kBenchNormEps;
           } else {
             const Tensor in(x.data(), dtype, Device::kCUDA, Shape{m, gated ? 2 * s.k : s.k});
-            const Tensor out(scratch.data(), dtype, Device::kCUDA, Shape{m, s.k});
-            const Tensor nw(norm_w.data(), dtype, Device::kCUDA, Shape{s.k});
+            const LinearPrologue pro{
+                s.prologue, Tensor(norm_w.data(), dtype, Device::kCUDA, Shape{s.k}),
+                kBenchNormEps, Tensor(scratch.data(), dtype, Device::kCUDA, Shape{m, s.k})};
             pa.x = scratch.data();
-            before = [&be, gated, in, out, nw] {
-              return gated ? be.silu_mul(in, out) : be.rmsnorm(in, nw, kBenchNormEps, out);
-            };
+            before = [&be, in, pro] { return be.apply_prologue(in, pro); };
           }
         }
         const Status ready =
