@@ -18,8 +18,8 @@
 #include "commands.h"
 #include "gemm_cli.h"
 #include "model/config.h"
-#include "model/gemm_shapes.h"
 #include "progress_bar.h"
+#include "runtime/gemm_table_setup.h"
 #ifdef FDPP_HAVE_CUDA
 #include "backend/cuda/bench/gemm_tune.h"
 #include "backend/cuda/cuda_backend.h"
@@ -116,9 +116,7 @@ int run_tune(const TuneOptions& o) {
   if (!info.ok()) return fail(info.status());
   const GpuIdentity gpu = cuda::gpu_identity(*info);
 
-  std::vector<cuda::GemmBenchShape> all;
-  for (const GemmShape& s : gemm_shapes(*cfg)) all.push_back({s.name, s.n, s.k, s.prologue});
-  const std::vector<cuda::GemmBenchShape> shapes = cuda::distinct_gemm_shapes(all);
+  const std::vector<cuda::GemmBenchShape> shapes = model_gemm_bench_shapes(*cfg);
   cuda::GemmTuneOptions to;
   to.max_m = o.max_m;
   to.reps = o.reps;

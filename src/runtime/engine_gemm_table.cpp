@@ -40,6 +40,12 @@ std::string shape_list(const std::vector<cuda::GemmBenchShape>& shapes) {
 }
 
 }  // namespace
+
+std::vector<cuda::GemmBenchShape> model_gemm_bench_shapes(const ModelConfig& cfg) {
+  std::vector<cuda::GemmBenchShape> all;
+  for (const GemmShape& s : gemm_shapes(cfg)) all.push_back({s.name, s.n, s.k, s.prologue});
+  return cuda::distinct_gemm_shapes(all);
+}
 #endif
 
 Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& cfg,
@@ -62,9 +68,7 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
   auto& be = static_cast<cuda::CudaBackend&>(backend);
   FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, cuda::gpu_identity(be));
   const DType dtype = be.activation_dtype();
-  std::vector<cuda::GemmBenchShape> model_shapes;
-  for (const GemmShape& s : gemm_shapes(cfg)) model_shapes.push_back({s.name, s.n, s.k, s.prologue});
-  model_shapes = cuda::distinct_gemm_shapes(model_shapes);
+  const std::vector<cuda::GemmBenchShape> model_shapes = model_gemm_bench_shapes(cfg);
   const auto install = [&](TunedGemmTable t) {
     be.gemm_dispatcher().set_table(std::make_shared<const TunedGemmTable>(std::move(t)));
   };

@@ -12,10 +12,14 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
+#ifdef FDPP_HAVE_CUDA
+#include "backend/cuda/bench/gemm_bench.h"
+#endif
 
 namespace fdpp {
 
@@ -23,5 +27,12 @@ namespace fdpp {
 // in use: "file PATH", "built-in defaults (…)", or "none (why)".
 Result<std::string> setup_gemm_table(const EngineOptions& options, const ModelConfig& cfg,
                                      Backend& backend);
+
+#ifdef FDPP_HAVE_CUDA
+// The model's GEMMs as the tuner takes them (model/gemm_shapes.h): one per distinct
+// [N, K], the names of those sharing it joined, each with the prologue it runs after.
+// `fdpp tune` and --autotune tune exactly these.
+std::vector<cuda::GemmBenchShape> model_gemm_bench_shapes(const ModelConfig& cfg);
+#endif
 
 }  // namespace fdpp
