@@ -86,8 +86,9 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
       return InvalidArgument(fmt::format("bench-gemm: shape {} [{}, {}]", s.name, s.n, s.k));
     const size_t w_bytes = static_cast<size_t>(s.n * s.k) * dtype_size(dtype);
     const size_t stride = (w_bytes + kCopyAlign - 1) / kCopyAlign * kCopyAlign;
-    const int copies = static_cast<int>(std::max<int64_t>(
-        o.min_copies, (o.rotate_bytes + static_cast<int64_t>(w_bytes) - 1) / w_bytes));
+    const int copies = static_cast<int>(std::clamp<int64_t>(
+        (o.rotate_bytes + static_cast<int64_t>(w_bytes) - 1) / w_bytes, o.min_copies,
+        std::max(o.min_copies, o.max_copies)));
     FDPP_ASSIGN_OR_RETURN(Buffer weights, be.alloc(stride * copies));
     // x is (M, K), or (M, 2K) for the SiLU gate's gate|up; the norm weight is (K).
     const bool gated = s.prologue == LinearPrologue::Kind::kSiluMul;

@@ -66,6 +66,12 @@ struct GemmBenchOptions {
   int min_calls = 16;                         // calls per graph (at least one per copy)
   int min_copies = 8;                         // weight copies rotated through
   int64_t rotate_bytes = int64_t{512} << 20;  // the copies span at least this
+  // ... unless that takes more copies than this: a W under rotate_bytes / max_copies (8 MB at
+  // 512 MB) then stays in the L2 across its copies, which is also where the decode step finds
+  // it when the whole model fits the L2 (stories260K: 0.5 MB of weights). Without the cap
+  // its 8 KB shapes made graphs of ~30 000 calls, and `--autotune` on it ran past two
+  // minutes (H200, 2026-11-30); the Llama-2 shapes take 2-16 copies.
+  int max_copies = 64;
 };
 
 struct GemmMeasurement {
