@@ -20,6 +20,7 @@ struct ModelConfig;
 class Tokenizer;
 class Backend;
 class Model;
+struct GemmTableTune;  // runtime/gemm_table_setup.h
 
 struct EngineOptions {
   std::filesystem::path model_dir;
@@ -161,6 +162,8 @@ class Engine {
  private:
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
+  // --autotune's batch-1 near ties, settled by timing decode steps (engine.cpp).
+  Status settle_gemm_ties(const GemmTableTune& tune);
   std::unique_ptr<Impl> impl_;
 };
 

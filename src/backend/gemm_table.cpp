@@ -499,6 +499,68 @@ Status check_gemm_table_matches(const TunedGemmTable& table, const GpuIdentity& 
   return Status::Ok();
 }
 
+std::vector<GemmStepTie> gemm_step_ties(const std::vector<GemmTiming>& timings, int m,
+                                        double margin) {
+  struct Best {
+    std::string shape;
+    int64_t n = 0, k = 0;
+    std::vector<std::pair<double, ImplChoice>> per_impl;  // the fastest of each implementation
+  };
+  std::vector<Best> shapes;  // first-seen order
+  for (const GemmTiming& t : timings) {
+    if (!usable(t) || t.m != m) continue;
+    auto it = std::find_if(shapes.begin(), shapes.end(),
+                           [&](const Best& b) { return b.n == t.n && b.k == t.k; });
+    if (it == shapes.end()) it = shapes.insert(shapes.end(), Best{t.shape, t.n, t.k, {}});
+    auto same = std::find_if(it->per_impl.begin(), it->per_impl.end(),
+                             [&](const auto& p) { return p.second.impl == t.choice.impl; });
+    if (same == it->per_impl.end())
+      it->per_impl.emplace_back(t.us, t.choice);
+    else if (t.us < same->first || (t.us == same->first && simpler(t.choice, same->second)))
+      *same = {t.us, t.choice};
+  }
+  std::vector<GemmStepTie> out;
+  for (Best& b : shapes) {
+    std::sort(b.per_impl.begin(), b.per_impl.end(), [](const auto& x, const auto& y) {
+      return x.first < y.first || (x.first == y.first && simpler(x.second, y.second));
+    });
+    GemmStepTie tie{b.shape, b.n, b.k, m, {}, {}};
+    for (const auto& [us, choice] : b.per_impl)
+      if (us <= b.per_impl.front().first * (1.0 + margin)) {
+        tie.choices.push_back(choice);
+        tie.us.push_back(us);
+      }
+    if (tie.choices.size() >= 2) out.push_back(std::move(tie));
+  }
+  return out;
+}
+
+Result<TunedGemmTable> with_gemm_choice(const TunedGemmTable& table, int64_t n, int64_t k, int m,
+                                        const ImplChoice& choice, double us) {
+  std::vector<GemmTableShape> shapes = table.shapes();
+  auto s = std::find_if(shapes.begin(), shapes.end(),
+                        [&](const GemmTableShape& x) { return x.n == n && x.k == k; });
+  if (s == shapes.end())
+    return InvalidArgument(fmt::format("GEMM table: no shape [{}, {}] to change", n, k));
+  auto at = std::find_if(s->entries.begin(), s->entries.end(),
+                         [&](const GemmTableEntry& e) { return e.m >= m; });
+  if (at != s->entries.end() && at->m == m) {
+    at->choice = choice;
+    at->us = us;
+  } else if (m == 1 || (at != s->entries.begin() && std::prev(at)->m == m - 1)) {
+    s->entries.insert(at, GemmTableEntry{m, choice, us});
+  } else {
+    return InvalidArgument(fmt::format(
+        "GEMM table: [{}, {}] has no entry at M {} or {}: setting M {} alone would change others",
+        n, k, m, m - 1, m));
+  }
+  FDPP_ASSIGN_OR_RETURN(TunedGemmTable out, TunedGemmTable::create(table.gpu(), table.dtype(),
+                                                                   std::move(shapes)));
+  out.created = table.created;
+  out.models = table.models;
+  return out;
+}
+
 TunedGemmTable merge_gemm_tables(const TunedGemmTable& old, const TunedGemmTable& fresh) {
   std::vector<GemmTableShape> shapes;
   for (const GemmTableShape& s : old.shapes())

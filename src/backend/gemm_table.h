@@ -194,6 +194,39 @@ struct GemmShapeReport {
 std::vector<GemmShapeReport> report_gemm_table(const TunedGemmTable& table,
                                                const std::vector<GemmTiming>& timings);
 
+// ---- near ties that only the decode step settles ----------------------------------------
+
+// Timed alone, two implementations of a shape can come within a few percent of each other at
+// M = 1 and still differ by much more inside the decode step: there the GEMV runs the RMSNorm
+// or SiLU gate fused and overlaps its neighbours under PDL, while cuBLASLt pays the prologue's
+// own kernel and a full boundary on each side. Measured on the H200 (2026-11-30, Llama-2-7B
+// down at M 1): cuBLASLt after the gate kernel 29.2 µs alone, the fused GEMV within a few
+// percent of it on either side from one pass to the next, and 4.3 µs per layer apart in the
+// step (3.5-4% of the batch-1 step). `--autotune` settles such ties by timing decode steps
+// with each choice (runtime/gemm_table_setup.h). The margin covers the alone-timing's gap.
+inline constexpr double kStepTieMargin = 0.10;
+
+struct GemmStepTie {
+  std::string shape;
+  int64_t n = 0, k = 0;
+  int m = 0;
+  std::vector<ImplChoice> choices;  // the fastest alone first, each within the margin of it
+  std::vector<double> us;           // each choice's time alone (µs per call)
+};
+
+// Per [N, K] measured at M = m: the fastest measured variant of each implementation (GEMV,
+// flat GEMM, cuBLASLt) whose time is within `margin` of the fastest of all; a shape where
+// only one implementation is that close is no tie and is left out.
+std::vector<GemmStepTie> gemm_step_ties(const std::vector<GemmTiming>& timings, int m,
+                                        double margin = kStepTieMargin);
+
+// `table` with exactly M = m of [n, k] served by `choice` (measured at `us` alone; 0: not
+// measured): the entry at m is replaced, or one is inserted when m is 1 or the table has an
+// entry at m - 1 (so no other M changes hands). InvalidArgument otherwise, and for a shape
+// the table lacks.
+Result<TunedGemmTable> with_gemm_choice(const TunedGemmTable& table, int64_t n, int64_t k, int m,
+                                        const ImplChoice& choice, double us);
+
 // ---- files --------------------------------------------------------------------------
 
 std::string serialize_gemm_table(const TunedGemmTable& table);

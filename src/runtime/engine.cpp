@@ -173,7 +173,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(o, cfg, &impl->pdl));
   Backend& be = *impl->backend;
   // Before the weights take their memory: --autotune times rotated weight copies.
-  FDPP_ASSIGN_OR_RETURN(impl->gemm_table, setup_gemm_table(o, cfg, be));
+  GemmTableTune tuned;
+  FDPP_ASSIGN_OR_RETURN(impl->gemm_table, setup_gemm_table(o, cfg, be, &tuned));
 
   ModelLimits lim;
   lim.context = o.context > 0 ? o.context : cfg.max_position_embeddings;
@@ -196,7 +197,41 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
   FDPP_ASSIGN_OR_RETURN(impl->model, Model::create(cfg, st, be, lim));
   FDPP_RETURN_IF_ERROR(setup_softmax(o, *impl->model));  // attention softmax and φ
-  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+  std::unique_ptr<Engine> engine(new Engine(std::move(impl)));
+  if (!tuned.ties.empty()) FDPP_RETURN_IF_ERROR(engine->settle_gemm_ties(tuned));
+  return engine;
+}
+
+// --autotune's batch-1 near ties (gemm_table_setup.h), settled by batch-1 decode steps:
+// 12 timed steps after 32 prompt tokens per choice (~0.1 s each), their median kept.
+Status Engine::settle_gemm_ties(const GemmTableTune& tune) {
+  Impl& I = *impl_;
+  constexpr int kPrompt = 32, kSteps = 12;
+  if (I.model->limits().context < kPrompt + kSteps + 2) {
+    spdlog::warn("--autotune: a context of {} is too short to time decode steps; the batch-1 "
+                 "near ties keep their fastest choice alone", I.model->limits().context);
+    return Status::Ok();
+  }
+  const auto forget_graphs = [&] {  // graphs keep the plan they were captured with
+    I.graphs.clear();
+    I.warmed.clear();
+  };
+  uint64_t seed = 0;
+  const GemmStepTimer time_step = [&](const TunedGemmTable& t) -> Result<double> {
+    FDPP_RETURN_IF_ERROR(install_gemm_table(*I.backend, t));
+    forget_graphs();
+    FDPP_ASSIGN_OR_RETURN(std::vector<double> ms, benchmark_decode(1, kPrompt, kSteps, ++seed));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+  };
+  FDPP_ASSIGN_OR_RETURN(TunedGemmTable table, settle_gemm_step_ties(tune, time_step));
+  if (!tune.path.empty()) {
+    if (Status s = save_gemm_table(table, tune.path); !s.ok())
+      spdlog::warn("--autotune: the settled table is used but not saved: {}", s.message());
+  }
+  FDPP_RETURN_IF_ERROR(install_gemm_table(*I.backend, std::move(table)));
+  forget_graphs();
+  return reset_softmax_stats();  // the timed steps counted unified rows
 }
 
 Result<std::vector<int>> Engine::tokenize(std::string_view text) const {

@@ -1,5 +1,7 @@
 // The engine's GEMM dispatch table (runtime/gemm_table_setup.h).
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -48,8 +50,49 @@ std::vector<cuda::GemmBenchShape> model_gemm_bench_shapes(const ModelConfig& cfg
 }
 #endif
 
+Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
+                                             const GemmStepTimer& time_step, int rounds) {
+  TunedGemmTable table = tune.table;
+  for (const GemmStepTie& tie : tune.ties) {
+    std::vector<TunedGemmTable> variants;
+    for (size_t i = 0; i < tie.choices.size(); ++i) {
+      FDPP_ASSIGN_OR_RETURN(TunedGemmTable v, with_gemm_choice(table, tie.n, tie.k, tie.m,
+                                                               tie.choices[i], tie.us[i]));
+      variants.push_back(std::move(v));
+    }
+    std::vector<double> best(variants.size(), std::numeric_limits<double>::infinity());
+    for (int round = 0; round < std::max(1, rounds); ++round)
+      for (size_t i = 0; i < variants.size(); ++i) {
+        FDPP_ASSIGN_OR_RETURN(const double ms, time_step(variants[i]));
+        best[i] = std::min(best[i], ms);
+      }
+    const size_t win = static_cast<size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+    std::string timed;
+    for (size_t i = 0; i < variants.size(); ++i)
+      timed += fmt::format("{}{} {:.1f} µs alone, {:.3f} ms per step", i ? "; " : "",
+                           impl_choice_name(tie.choices[i]), tie.us[i], best[i]);
+    spdlog::info("--autotune: {} [{}, {}] at M {} is a near tie alone ({}): {} by the decode step",
+                 tie.shape, tie.n, tie.k, tie.m, timed, impl_choice_name(tie.choices[win]));
+    table = std::move(variants[win]);
+  }
+  return table;
+}
+
+Status install_gemm_table(Backend& backend, TunedGemmTable table) {
+#ifdef FDPP_HAVE_CUDA
+  if (backend.device() == Device::kCUDA) {
+    static_cast<cuda::CudaBackend&>(backend).gemm_dispatcher().set_table(
+        std::make_shared<const TunedGemmTable>(std::move(table)));
+    return Status::Ok();
+  }
+#endif
+  (void)table;
+  return Unsupported(fmt::format("a GEMM table needs the CUDA backend, not {}",
+                                 device_name(backend.device())));
+}
+
 Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& cfg,
-                                     Backend& backend) {
+                                     Backend& backend, GemmTableTune* tune) {
   GemmPolicy policy = GemmPolicy::kAuto;
   if (!parse_gemm_policy(o.gemm, &policy))
     return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
@@ -69,9 +112,6 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
   FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, cuda::gpu_identity(be));
   const DType dtype = be.activation_dtype();
   const std::vector<cuda::GemmBenchShape> model_shapes = model_gemm_bench_shapes(cfg);
-  const auto install = [&](TunedGemmTable t) {
-    be.gemm_dispatcher().set_table(std::make_shared<const TunedGemmTable>(std::move(t)));
-  };
 
   // 1. Named on the command line: its problems are errors.
   if (!o.gemm_table.empty()) {
@@ -82,7 +122,7 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
     if (auto miss = missing_shapes(*t, model_shapes); !miss.empty())
       spdlog::warn("{} has no entry for {}: the built-in rule serves them", o.gemm_table.string(),
                    shape_list(miss));
-    install(std::move(t).value());
+    FDPP_RETURN_IF_ERROR(install_gemm_table(backend, std::move(t).value()));
     return "file " + o.gemm_table.string();
   }
 
@@ -104,21 +144,29 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
     spdlog::info("--autotune: timing GEMM shapes {} on {} (seconds)", shape_list(missing),
                  gpu.summary());
     cuda::GemmTuneOptions to;
-    auto fresh = cuda::tune_gemm_table(be, missing, to);
+    std::vector<GemmTiming> timings;
+    auto fresh = cuda::tune_gemm_table(be, missing, to, {}, &timings);
     if (!fresh.ok()) return fresh.status().with_context("--autotune");
     fresh->models = {o.model_dir.string()};
     table = table ? merge_gemm_tables(*table, *fresh) : std::move(fresh).value();
-    if (Status s = save_gemm_table(*table, path); !s.ok())
-      spdlog::warn("--autotune: the table is used but not saved: {}", s.message());
+    const Status saved = save_gemm_table(*table, path);
+    if (!saved.ok())
+      spdlog::warn("--autotune: the table is used but not saved: {}", saved.message());
     else
       spdlog::info("--autotune: saved {}", path.string());
+    if (tune != nullptr) {
+      tune->table = *table;
+      tune->path = saved.ok() ? path.string() : std::string();
+      // Under --gemm flat the table's M = 1 entry does not choose the implementation.
+      if (policy == GemmPolicy::kAuto) tune->ties = gemm_step_ties(timings, 1);
+    }
     missing.clear();
   }
   if (table) {
     if (!missing.empty())
       spdlog::info("{} has no entry for {}: the built-in rule serves them (fdpp tune -m {})",
                    path.string(), shape_list(missing), o.model_dir.string());
-    install(std::move(*table));
+    FDPP_RETURN_IF_ERROR(install_gemm_table(backend, std::move(*table)));
     return "file " + path.string();
   }
 
@@ -132,7 +180,7 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
   if (!cache_was_bad)
     spdlog::info("no tuned GEMM table for {}; using built-in defaults (run fdpp tune)", gpu.summary());
   const std::string what = fmt::format("built-in defaults ({}, {})", builtin->gpu().name, builtin->created);
-  install(std::move(builtin).value());
+  FDPP_RETURN_IF_ERROR(install_gemm_table(backend, std::move(builtin).value()));
   return what;
 #else
   return std::string("none (no CUDA)");

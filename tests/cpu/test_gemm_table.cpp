@@ -19,6 +19,7 @@
 #include "backend/gemm_table.h"
 #include "common/test_util.h"
 #include "fdpp/engine.h"
+#include "runtime/gemm_table_setup.h"
 
 namespace fdpp {
 namespace {
@@ -81,6 +82,121 @@ TunedGemmTable derive_ok(const std::vector<GemmTiming>& t, DType dt = DType::kF1
   auto table = derive_gemm_table(t, kH200, dt);
   EXPECT_TRUE(table.ok()) << table.status().message();
   return table.ok() ? std::move(table).value() : TunedGemmTable{};
+}
+
+// ---- near ties the decode step settles ------------------------------------------------
+
+TEST(GemmTable, StepTiesAreImplementationsWithinTheMarginAtOneM) {
+  constexpr ImplChoice kGemvS4{GemmImpl::kGemv, -1, 4};
+  constexpr ImplChoice kGemvS1{GemmImpl::kGemv, -1, 1};
+  std::vector<GemmTiming> t = {
+      // down-like: the fused GEMV (best split 4) and cuBLASLt within 3%; flat far behind.
+      {"down", 4096, 11008, 1, kGemvS1, false, 34.1},
+      {"down", 4096, 11008, 1, kGemvS4, false, 28.5},
+      {"down", 4096, 11008, 1, kCublas, true, 29.2},
+      {"down", 4096, 11008, 1, flat(0), true, 39.1},
+      {"down", 4096, 11008, 2, kCublas, true, 20.0},  // another M: not looked at
+      // o-like: cuBLASLt 20% behind the GEMV: no tie.
+      {"o", 4096, 4096, 1, kGemv, true, 10.0},
+      {"o", 4096, 4096, 1, kCublas, true, 12.0},
+      // lm_head-like: cuBLASLt fastest, the GEMV 5% behind, flat 9.9% behind.
+      {"lm_head", 32000, 4096, 1, kGemv, true, 63.0},
+      {"lm_head", 32000, 4096, 1, kCublas, true, 60.0},
+      {"lm_head", 32000, 4096, 1, flat(2), true, 65.94},
+  };
+  const std::vector<GemmStepTie> ties = gemm_step_ties(t, 1);
+  ASSERT_EQ(ties.size(), 2u);
+  EXPECT_EQ(ties[0].shape, "down");
+  EXPECT_EQ(ties[0].m, 1);
+  ASSERT_EQ(ties[0].choices.size(), 2u);
+  EXPECT_EQ(ties[0].choices[0], kGemvS4);  // each implementation's fastest variant, fastest first
+  EXPECT_EQ(ties[0].choices[1], kCublas);
+  EXPECT_DOUBLE_EQ(ties[0].us[0], 28.5);
+  EXPECT_EQ(ties[1].shape, "lm_head");
+  ASSERT_EQ(ties[1].choices.size(), 3u);
+  EXPECT_EQ(ties[1].choices[0], kCublas);
+  EXPECT_EQ(ties[1].choices[1], kGemv);
+  EXPECT_EQ(ties[1].choices[2], flat(2));
+  // A tighter margin leaves lm_head's flat GEMM and down's cuBLASLt (2.5% behind) out.
+  const std::vector<GemmStepTie> tight = gemm_step_ties(t, 1, 0.02);
+  ASSERT_EQ(tight.size(), 0u);
+  EXPECT_TRUE(gemm_step_ties(t, 3).empty());  // nothing measured there
+}
+
+TEST(GemmTable, WithGemmChoiceChangesExactlyOneM) {
+  auto made = TunedGemmTable::create(
+      kH200, DType::kF16,
+      {{"qkv", 12288, 4096, {{2, kGemv, 26.0}, {4, flat(0), 27.0}, {512, kCublas, 70.0}}}});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  const TunedGemmTable& base = *made;
+  auto at = [](const TunedGemmTable& t, int64_t m) { return t.lookup(m, 12288, 4096, DType::kF16); };
+
+  auto one = with_gemm_choice(base, 12288, 4096, 1, kCublas, 29.0);  // inserted before M 2
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ(at(*one, 1), kCublas);
+  EXPECT_EQ(at(*one, 2), kGemv);
+  EXPECT_EQ(at(*one, 3), flat(0));
+  EXPECT_DOUBLE_EQ(one->shapes()[0].entries[0].us, 29.0);
+
+  auto two = with_gemm_choice(base, 12288, 4096, 2, kCublas, 0.0);  // replaces the entry at 2
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_EQ(at(*two, 1), kCublas);  // (0, 2] is one entry: M 1 and 2 change together
+  EXPECT_EQ(at(*two, 3), flat(0));
+
+  auto three = with_gemm_choice(base, 12288, 4096, 3, kGemv, 0.0);  // inserted after M 2
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  EXPECT_EQ(at(*three, 2), kGemv);
+  EXPECT_EQ(at(*three, 3), kGemv);
+  EXPECT_EQ(at(*three, 4), flat(0));
+
+  // M 6 has no entry at 5 or 6 (the entry at 512 serves 5..512): an entry at 6 would hand
+  // 5 and 6 the new choice together, so it is refused, as is an unknown shape.
+  EXPECT_FALSE(with_gemm_choice(base, 12288, 4096, 6, kGemv, 0.0).ok());
+  EXPECT_FALSE(with_gemm_choice(base, 4096, 4096, 1, kGemv, 0.0).ok());
+  EXPECT_EQ(at(base, 1), kGemv);  // the original is untouched
+}
+
+TEST(GemmTable, StepTiesSettledByTheStepTime) {
+  constexpr ImplChoice kGemvS4{GemmImpl::kGemv, -1, 4};
+  auto made = TunedGemmTable::create(
+      kH200, DType::kF16,
+      {{"down", 4096, 11008, {{1, kCublas, 29.2}, {2, kGemvS4, 25.0}, {512, kCublas, 70.0}}},
+       {"lm_head", 32000, 4096, {{3, kGemv, 61.0}, {512, kCublas, 220.0}}}});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  GemmTableTune tune;
+  tune.table = *made;
+  tune.ties = {{"down", 4096, 11008, 1, {kCublas, kGemvS4}, {29.2, 29.8}},
+               {"lm_head", 32000, 4096, 1, {kGemv, kCublas}, {61.0, 62.0}}};
+  // A step model: the fused GEMV for down saves 0.14 ms, cuBLASLt for lm_head costs 0.01 ms
+  // more, but only when down already runs the GEMV (so the order of settling shows).
+  std::vector<std::pair<ImplChoice, ImplChoice>> seen;
+  const GemmStepTimer step = [&](const TunedGemmTable& t) -> Result<double> {
+    const ImplChoice down = *t.lookup(1, 4096, 11008, DType::kF16);
+    const ImplChoice head = *t.lookup(1, 32000, 4096, DType::kF16);
+    seen.emplace_back(down, head);
+    double ms = 3.83 + (down == kCublas ? 0.14 : 0.0);
+    if (head == kCublas) ms += down == kGemvS4 ? 0.01 : -0.05;
+    return ms;
+  };
+  auto settled = settle_gemm_step_ties(tune, step);
+  ASSERT_TRUE(settled.ok()) << settled.status().message();
+  EXPECT_EQ(settled->lookup(1, 4096, 11008, DType::kF16), kGemvS4);
+  EXPECT_EQ(settled->lookup(2, 4096, 11008, DType::kF16), kGemvS4);  // untouched
+  EXPECT_EQ(settled->lookup(1, 32000, 4096, DType::kF16), kGemv);    // timed with down settled
+  EXPECT_EQ(settled->lookup(2, 32000, 4096, DType::kF16), kGemv);
+  ASSERT_EQ(seen.size(), 8u);  // two ties × two choices × two rounds, in turn
+  EXPECT_EQ(seen[0].first, kCublas);
+  EXPECT_EQ(seen[1].first, kGemvS4);
+  EXPECT_EQ(seen[2].first, kCublas);
+  for (size_t i = 4; i < 8; ++i) EXPECT_EQ(seen[i].first, kGemvS4);
+
+  // A step that fails fails the settling, with its error.
+  const GemmStepTimer broken = [](const TunedGemmTable&) -> Result<double> {
+    return Internal("the step failed");
+  };
+  auto failed = settle_gemm_step_ties(tune, broken);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("the step failed"), std::string::npos);
 }
 
 // ---- derivation and thresholds ---------------------------------------------------------
