@@ -187,6 +187,21 @@ int run_tune(const TuneOptions& o) {
     print_regret_point(*table, *worst, dtype, verify, derived_from);
   if (!within)
     spdlog::warn("the table's regret exceeds {} (timing noise? try --reps 30)", pct(kMaxRegret));
+  // Near ties alone at batch 1 (backend/gemm_table.h: kStepTieMargin): the decode step can
+  // order them differently from the alone-timing, which this tune cannot see.
+  const std::vector<GemmStepTie> ties = gemm_step_ties(derived_from, 1);
+  if (!ties.empty()) {
+    fmt::print("\nnear ties alone at M = 1 (within {}): the decode step may order them otherwise; "
+               "an engine started with --autotune and no table for the model settles such ties "
+               "by timing decode steps\n", pct(kStepTieMargin));
+    for (const GemmStepTie& t : ties) {
+      std::string timed;
+      for (size_t i = 0; i < t.choices.size(); ++i)
+        timed += fmt::format("{}{} {:.1f} µs", i ? ", " : "", impl_choice_name(t.choices[i]), t.us[i]);
+      fmt::print("  {} [{}, {}]: {}; the table has {}\n", t.shape, t.n, t.k, timed,
+                 impl_choice_name(table->lookup(1, t.n, t.k, dtype).value_or(ImplChoice{})));
+    }
+  }
 
   // ---- write: the cache file (merged with the shapes it holds), then the extras ----
   const std::filesystem::path path =
