@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -198,8 +199,9 @@ int run_tune(const TuneOptions& o) {
       std::string timed;
       for (size_t i = 0; i < t.choices.size(); ++i)
         timed += fmt::format("{}{} {:.1f} µs", i ? ", " : "", impl_choice_name(t.choices[i]), t.us[i]);
+      const std::optional<ImplChoice> has = table->lookup(1, t.n, t.k, dtype);
       fmt::print("  {} [{}, {}]: {}; the table has {}\n", t.shape, t.n, t.k, timed,
-                 impl_choice_name(table->lookup(1, t.n, t.k, dtype).value_or(ImplChoice{})));
+                 has ? impl_choice_name(*has) : std::string("the built-in rule"));
     }
   }
 
