@@ -38,6 +38,7 @@ struct BenchAttentionOptions {
   std::string prefill_heads = "32/32";
   int head_dim = 128;
   std::string splits = "0";  // decode split counts to time; 0: the engine's heuristic
+  std::string tiles = "auto";  // decode tensor-core warp tiles to time: auto, narrow, wide
   float phi = 0.f;
   bool follow = false;
   int reps = 20;
@@ -94,6 +95,13 @@ int run(const BenchAttentionOptions& o) {
   auto splits = parse_id_list(o.splits);
   for (auto* r : {&bs, &ls, &pbs, &pls, &splits})
     if (!r->ok()) return fail(r->status());
+  std::vector<cuda::CudaBackend::DecodeTiles> tiles;
+  for (const std::string& t : split(o.tiles)) {
+    if (t == "auto") tiles.push_back(cuda::CudaBackend::DecodeTiles::kAuto);
+    else if (t == "narrow") tiles.push_back(cuda::CudaBackend::DecodeTiles::kNarrow);
+    else if (t == "wide") tiles.push_back(cuda::CudaBackend::DecodeTiles::kWide);
+    else return fail("--tiles " + t + ": expected auto, narrow and/or wide");
+  }
   std::vector<SoftmaxMode> modes;
   for (const std::string& m : split(o.softmax)) {
     if (m == "sync") modes.push_back(SoftmaxMode::kSynchronized);
@@ -157,12 +165,15 @@ int run(const BenchAttentionOptions& o) {
       for (auto h : heads)
         for (int b : *bs)
           for (int L : *ls)
-            for (int s : *splits) {
-              (*be)->set_decode_splits_override(s);  // 0 restores the heuristic
-              for (SoftmaxMode m : modes)
-                if (int rc = one("decode", b, L, h, m)) return rc;
-            }
+            for (int s : *splits)
+              for (auto t : tiles) {
+                (*be)->set_decode_splits_override(s);  // 0 restores the heuristic
+                (*be)->set_decode_tiles_override(t);
+                for (SoftmaxMode m : modes)
+                  if (int rc = one("decode", b, L, h, m)) return rc;
+              }
     (*be)->set_decode_splits_override(0);
+    (*be)->set_decode_tiles_override(cuda::CudaBackend::DecodeTiles::kAuto);
     if (wants("prefill"))
       for (auto h : prefill_heads)
         for (int b : *pbs)
@@ -174,8 +185,8 @@ int run(const BenchAttentionOptions& o) {
   // The sync → unified gain of each configuration (same dtype, shape).
   std::map<std::string, double> sync_us;
   const auto key = [](const Row& r) {
-    return fmt::format("{} {} {} {} {}/{} {}", r.kind, r.dtype, r.batch, r.length, r.hq, r.hkv,
-                       r.r.splits);
+    return fmt::format("{} {} {} {} {}/{} {} {}", r.kind, r.dtype, r.batch, r.length, r.hq,
+                       r.hkv, r.r.splits, r.r.wide_tiles);
   };
   for (const Row& r : rows)
     if (r.softmax == "sync") sync_us[key(r)] = r.r.us;
@@ -198,6 +209,7 @@ int run(const BenchAttentionOptions& o) {
                     {"batch", r.batch}, {"length", r.length}, {"heads_q", r.hq},
                     {"heads_kv", r.hkv}, {"us", r.r.us}, {"us_min", r.r.us_min},
                     {"gbs", r.r.gbs()}, {"tflops", r.r.tflops()}, {"splits", r.r.splits},
+                    {"tiles", r.kind == "decode" ? (r.r.wide_tiles ? "wide" : "narrow") : "-"},
                     {"layers_rotated", r.r.layers}, {"rows", r.r.rows},
                     {"fallbacks", r.r.fallbacks}, {"gain_vs_sync", gain(r)}});
     meta["results"] = jr;
@@ -209,12 +221,13 @@ int run(const BenchAttentionOptions& o) {
   fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", bw->gbs);
   if (wants("decode")) {
     fmt::print("| decode | B | L | Hq/Hkv | softmax | µs | GB/s (K+V) | % read BW | splits | "
-               "fallbacks | sync/unified |\n|--|--:|--:|--:|--|--:|--:|--:|--:|--:|--:|\n");
+               "tiles | fallbacks | sync/unified |\n"
+               "|--|--:|--:|--:|--|--:|--:|--:|--:|--|--:|--:|\n");
     for (const Row& r : rows)
       if (r.kind == "decode")
-        fmt::print("| {} | {} | {} | {}/{} | {} | {:.1f} | {:.0f} | {:.1f}% | {} | {} | {} |\n",
+        fmt::print("| {} | {} | {} | {}/{} | {} | {:.1f} | {:.0f} | {:.1f}% | {} | {} | {} | {} |\n",
                    r.dtype, r.batch, r.length, r.hq, r.hkv, r.softmax, r.r.us, r.r.gbs(),
-                   100 * r.r.gbs() / bw->gbs, r.r.splits,
+                   100 * r.r.gbs() / bw->gbs, r.r.splits, r.r.wide_tiles ? "wide" : "narrow",
                    r.softmax == "unified" ? fmt::format("{}/{}", r.r.fallbacks, r.r.rows) : "-",
                    gain(r) > 0 ? fmt::format("{:.3f}×", gain(r)) : "");
   }
@@ -255,6 +268,10 @@ void add_bench_attention(CLI::App& app, int& exit_code) {
   sub->add_option("--head-dim", o->head_dim, "head_dim")->capture_default_str();
   sub->add_option("--splits", o->splits,
                   "decode split counts to time (clamped to 1..128; 0: the engine's heuristic)")
+      ->capture_default_str();
+  sub->add_option("--tiles", o->tiles,
+                  "decode: the tensor-core kernel's warp tiles at head_dim 128 to time (auto: the "
+                  "engine's rule; narrow, wide)")
       ->capture_default_str();
   sub->add_option("--phi", o->phi, "unified: φ of every head (s units)")->capture_default_str();
   sub->add_flag("--follow", o->follow, "unified decode: row-following φ");

@@ -186,5 +186,33 @@ TEST(SplitPlan, TensorCoreKernelWhereverItRuns) {
   EXPECT_FALSE(decode_uses_tensor_cores(90, 128, false));
 }
 
+// The wide warp tiles: short splits in one wave, at head_dim 128 only; the plan's own
+// splits give the configurations of the rule's measurement (split_plan.h).
+TEST(SplitPlan, WideTilesForShortSplitsInOneWave) {
+  const DecodeSplitOptions o = decode_split_options_tensor_cores(128);
+  const int tile = decode_tile_keys(128, true);
+  const auto wide = [&](int batch, int kv_heads, int length, int head_dim = 128) {
+    const int s = choose_decode_splits(batch, kv_heads, length, kH200Sms, o);
+    DecodeMmaTileShape t;
+    t.head_dim = head_dim;
+    t.ctas = int64_t{s} * batch * kv_heads;
+    t.split_keys = decode_split_keys(length, s, tile);
+    t.num_sms = kH200Sms;
+    return decode_mma_wide_tiles(t);
+  };
+  EXPECT_TRUE(wide(1, 8, 128));     // one split of 128 keys, 8 CTAs
+  EXPECT_TRUE(wide(1, 8, 1024));    // 8 splits of 128 keys, 64 CTAs
+  EXPECT_TRUE(wide(1, 32, 512));    // 4 splits of 128 keys, 128 CTAs
+  EXPECT_TRUE(wide(4, 32, 128));    // 128 CTAs
+  EXPECT_FALSE(wide(8, 32, 128));   // 256 CTAs: two waves at one CTA per SM
+  EXPECT_FALSE(wide(1, 32, 1024));  // 4 splits of 256 keys
+  EXPECT_FALSE(wide(8, 8, 32768));  // 2 splits of 16384 keys
+  EXPECT_FALSE(wide(1, 8, 128, 64));  // head_dim 64 has the narrow tiles only
+  EXPECT_EQ(decode_split_keys(1024, 8, 32), 128);
+  EXPECT_EQ(decode_split_keys(1000, 3, 32), 352);  // ceil(1000 / 3) = 334, whole tiles
+  EXPECT_EQ(decode_split_keys(20, 4, 32), 20);     // one short split holds every key
+  EXPECT_EQ(decode_split_keys(0, 4, 32), 0);
+}
+
 }  // namespace
 }  // namespace fdpp::cuda

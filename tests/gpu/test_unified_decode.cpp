@@ -407,17 +407,25 @@ TEST_P(UnifiedDecode, RangeEdgesFollowTheLength) {
 
 // Every group size 1..8 and 16 through the tensor-core kernel, lengths ending inside a warp
 // tile, calibrated and row-following φ: no fallback, results within the tolerance.
+// At head_dim 128 with both warp tiles (narrow: 16 keys, wide: 32).
 TEST_P(UnifiedDecode, TensorCoreKernelGroupsAndOddLengths) {
+  using Tiles = cuda::CudaBackend::DecodeTiles;
   uint32_t seed = 500;
   for (int D : {64, 128})
-    for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
-      Case c{3, 2, group, D, {17, 4097, 33}, false};
-      if (group % 2) c.lengths = {31, 1, 129};
-      prepare(c, seed += 10);
-      upload();
-      if (HasFatalFailure()) return;
-      expect_no_fallback_at_any_split();
-      if (HasFailure()) return;
+    for (Tiles tiles : {Tiles::kNarrow, Tiles::kWide}) {
+      if (D == 64 && tiles == Tiles::kWide) continue;  // narrow only at head_dim 64
+      for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
+        SCOPED_TRACE(tiles == Tiles::kWide ? "wide tiles" : "narrow tiles");
+        Case c{3, 2, group, D, {17, 4097, 33}, false};
+        if (group % 2) c.lengths = {31, 1, 129};
+        prepare(c, seed += 10);
+        upload();
+        if (HasFatalFailure()) return;
+        gpu_->set_decode_tiles_override(tiles);
+        expect_no_fallback_at_any_split();
+        gpu_->set_decode_tiles_override(Tiles::kAuto);
+        if (HasFailure()) return;
+      }
     }
 }
 

@@ -500,6 +500,20 @@ Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int
                                        max_length, props_.multiProcessorCount, o);
 }
 
+bool CudaBackend::decode_wide_tiles(int batch, int n_kv_heads, int group, int head_dim,
+                                    int max_length, int splits, bool fast_kernel) const {
+  if (head_dim != 128 || !decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel))
+    return false;  // only the tensor-core kernel at head_dim 128 has the wide tiles
+  if (decode_tiles_override_ != DecodeTiles::kAuto)
+    return decode_tiles_override_ == DecodeTiles::kWide;
+  DecodeMmaTileShape t;
+  t.head_dim = head_dim;
+  t.ctas = int64_t{splits} * batch * n_kv_heads * decode_head_groups(group);
+  t.split_keys = decode_split_keys(max_length, splits, decode_tile_keys(head_dim, fast_kernel));
+  t.num_sms = props_.multiProcessorCount;
+  return decode_mma_wide_tiles(t);
+}
+
 Result<void*> CudaBackend::decode_workspace(size_t bytes) {
   if (bytes <= workspace_bytes_) return workspace_.data();
   FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
@@ -585,6 +599,8 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   FDPP_RETURN_IF_ERROR(set_decode_softmax(op, a.softmax, l.n_slots, H, &p));
   FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,
                                                     a.max_length, decode_uses_fast_kernel(p)));
+  p.wide_tiles = decode_wide_tiles(p.batch, p.n_kv_heads, p.group, D, a.max_length,
+                                   p.num_splits, decode_uses_fast_kernel(p));
   if (p.num_splits > 1) {
     FDPP_ASSIGN_OR_RETURN(
         void* ws,

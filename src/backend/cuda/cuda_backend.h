@@ -126,6 +126,10 @@ class CudaBackend final : public Backend {
   // Forces the decode split count (clamped to [1, kDecodeMaxSplits]); 0 restores
   // the heuristic. For tests and ablations.
   void set_decode_splits_override(int splits) { decode_splits_override_ = splits; }
+  // Forces the tensor-core decode kernel's warp tiles at head_dim 128 (split_plan.h,
+  // decode_mma_wide_tiles): kAuto follows the rule. For tests and bench-attention.
+  enum class DecodeTiles { kAuto, kNarrow, kWide };
+  void set_decode_tiles_override(DecodeTiles t) { decode_tiles_override_ = t; }
   // Routes every linear(): policy, dispatch table, and the forced runs of
   // benchmarks and tests (gemm/gemm_dispatch.h).
   GemmDispatcher& gemm_dispatcher() { return *gemm_dispatch_; }
@@ -133,6 +137,9 @@ class CudaBackend final : public Backend {
   // 64/128/256 with 16-byte aligned q/k/v, else the generic kernel).
   Result<int> decode_splits(int batch, int n_kv_heads, int group, int head_dim, int max_length,
                             bool fast_kernel);
+  // Whether that launch, at `splits`, runs the tensor-core kernel's wide warp tiles.
+  bool decode_wide_tiles(int batch, int n_kv_heads, int group, int head_dim, int max_length,
+                         int splits, bool fast_kernel) const;
   // Grows the split-KV workspace for this shape now, outside any capture.
   Status reserve_decode_workspace(int batch, int n_heads, int n_kv_heads, int head_dim,
                                   int max_length);
@@ -163,6 +170,7 @@ class CudaBackend final : public Backend {
   // CTAs/SM (0: not queried): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
   std::array<int, 7> decode_occupancy_{};
   int decode_splits_override_ = 0;
+  DecodeTiles decode_tiles_override_ = DecodeTiles::kAuto;
   bool pdl_ = false;
   bool fuse_prologues_ = true;
 };

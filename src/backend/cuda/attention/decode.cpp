@@ -37,10 +37,13 @@ Status launch_split(const DecodeParams& p, bool fast, KernelStream stream) {
                    : launch_decode_generic<kDType, kSync>(p, stream);
   if (uses_mma(p, fast)) {
     if (p.head_dim == 64)
-      return unified ? launch_decode_mma<kDType, 64, kUnified>(p, stream)
-                     : launch_decode_mma<kDType, 64, kSync>(p, stream);
-    return unified ? launch_decode_mma<kDType, 128, kUnified>(p, stream)
-                   : launch_decode_mma<kDType, 128, kSync>(p, stream);
+      return unified ? launch_decode_mma<kDType, 64, kUnified, false>(p, stream)
+                     : launch_decode_mma<kDType, 64, kSync, false>(p, stream);
+    if (p.wide_tiles)
+      return unified ? launch_decode_mma<kDType, 128, kUnified, true>(p, stream)
+                     : launch_decode_mma<kDType, 128, kSync, true>(p, stream);
+    return unified ? launch_decode_mma<kDType, 128, kUnified, false>(p, stream)
+                   : launch_decode_mma<kDType, 128, kSync, false>(p, stream);
   }
   switch (p.head_dim) {
     case 64:

@@ -58,6 +58,7 @@ struct DecodeParams {
   int tile_keys = 32;   // keys per tile of the kernel that runs (set by run_attention_decode)
   int max_length = 0;   // the grid's bound on lengths (picks the kernel: split_plan.h); 0: unknown
   int sm_arch = 0;      // the device's compute capability × 10 (picks the kernel); 0: unknown
+  bool wide_tiles = false;  // tensor-core kernel at head_dim 128: 32-key warp tiles (split_plan.h)
   float scale_log2 = 0.f;  // softmax scale · log2(e)
   // Unified-max softmax (kUnifiedMax kernels only):
   SoftmaxPolicy policy = SoftmaxPolicy::kSynchronized;
@@ -97,8 +98,9 @@ template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Status launch_decode_split(const DecodeParams& p, KernelStream stream);
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_split_occupancy();
-// The tensor-core kernel (decode_mma_kernel.cuh, decode_mma_d*_*.cu): head_dim 64 and 128.
-template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+// The tensor-core kernel (decode_mma_kernel.cuh, decode_mma_d*_*.cu): head_dim 64 and 128;
+// kWide (8 KB warp tiles) only at head_dim 128 (decode_mma_d128w_*.cu).
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy, bool kWide>
 Status launch_decode_mma(const DecodeParams& p, KernelStream stream);
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_mma_occupancy();

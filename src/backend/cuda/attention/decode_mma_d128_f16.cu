@@ -2,7 +2,7 @@
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 
 namespace fdpp::cuda {
-template Status launch_decode_mma<DType::kF16, 128, SoftmaxPolicy::kSynchronized>(
+template Status launch_decode_mma<DType::kF16, 128, SoftmaxPolicy::kSynchronized, false>(
     const DecodeParams& p, KernelStream stream);
 template Result<int> decode_mma_occupancy<DType::kF16, 128, SoftmaxPolicy::kSynchronized>();
 }  // namespace fdpp::cuda

@@ -2,7 +2,7 @@
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 
 namespace fdpp::cuda {
-template Status launch_decode_mma<DType::kBF16, 64, SoftmaxPolicy::kSynchronized>(
+template Status launch_decode_mma<DType::kBF16, 64, SoftmaxPolicy::kSynchronized, false>(
     const DecodeParams& p, KernelStream stream);
 template Result<int> decode_mma_occupancy<DType::kBF16, 64, SoftmaxPolicy::kSynchronized>();
 }  // namespace fdpp::cuda

@@ -2,6 +2,6 @@
 #include "backend/cuda/attention/decode_mma_kernel.cuh"
 
 namespace fdpp::cuda {
-template Status launch_decode_mma<DType::kF16, 64, SoftmaxPolicy::kUnifiedMax>(
+template Status launch_decode_mma<DType::kF16, 64, SoftmaxPolicy::kUnifiedMax, false>(
     const DecodeParams& p, KernelStream stream);
 }  // namespace fdpp::cuda

@@ -64,9 +64,12 @@
 
 namespace fdpp::cuda::decode {
 
-template <int kD>
+// kWide: warp tiles of 8 KB of K (32 keys at D 128) instead of 4 KB, so each TMA box is 4 KB
+// and a ring stage 16 KB: half the copies and barrier waits per byte, at 193 KB of shared
+// memory per CTA (one CTA per SM). split_plan.h (decode_mma_wide_tiles) says where it runs.
+template <int kD, bool kWide = false>
 struct MmaTile {
-  static constexpr int kWK = 2048 / kD;      // keys per warp tile: 4 KB of K (16 at D 128)
+  static constexpr int kWK = (kWide ? 4096 : 2048) / kD;  // keys per warp tile (16 / 32 at D 128)
   static constexpr int kKSteps = kWK / 16;   // P·V k-steps (16 keys each)
   static constexpr int kNT = kWK / 8;        // n8 tiles of S (8 keys each)
   static constexpr int kDSteps = kD / 16;    // Q·K k-steps over D, = m16 tiles of Oᵀ
@@ -180,20 +183,20 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map
 
 // Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8
 // (64 dims), its row r (128 bytes), chunk c % 8 swizzled by the TMA's 128-byte pattern.
-template <int kD>
+template <int kD, bool kWide>
 __device__ __forceinline__ uint32_t mma_tile_offset(int r, int c) {
-  return static_cast<uint32_t>((c >> 3) * MmaTile<kD>::kBoxBytes + r * 128 +
+  return static_cast<uint32_t>((c >> 3) * MmaTile<kD, kWide>::kBoxBytes + r * 128 +
                                (((c & 7) ^ (r & 7)) << 4));
 }
 
 // Issues warp tile `wt` of the split (keys begin + wt·kWK ...) of K and V into one stage of
 // the calling warp's ring (lane 0 only: kHalves boxes per tensor). row0: the tensor maps'
 // row of (slot, kv head, key 0).
-template <int kD>
+template <int kD, bool kWide>
 __device__ __forceinline__ void mma_issue_tile(uint32_t stage, uint32_t bar, const CUtensorMap& tk,
                                                const CUtensorMap& tv, int row0, int wt, int begin,
                                                int lane) {
-  using Tl = MmaTile<kD>;
+  using Tl = MmaTile<kD, kWide>;
   if (lane != 0) return;
   const int y = row0 + begin + wt * Tl::kWK;
   mbar_arrive_expect_tx(bar, Tl::kStageBytes);
@@ -207,14 +210,14 @@ __device__ __forceinline__ void mma_issue_tile(uint32_t stage, uint32_t bar, con
 
 // tk, tv: tensor maps of the layer's K and V caches as (n_slots · n_kv_heads · capacity,
 // kD) matrices with kWK × 64 boxes (launch_decode_mma encodes them).
-template <int kD, class T, SoftmaxPolicy kPolicy>
+template <int kD, bool kWide, class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads, 2)
     mma_split_kernel(const DecodeParams p, const __grid_constant__ CUtensorMap tk,
                      const __grid_constant__ CUtensorMap tv) {
 #if !FDPP_DECODE_MMA_HAS_TMA
   __trap();  // never launched below sm_90 (see FDPP_DECODE_MMA_HAS_TMA)
 #else
-  using Tl = MmaTile<kD>;
+  using Tl = MmaTile<kD, kWide>;
   constexpr int kWK = Tl::kWK, kNT = Tl::kNT, kDS = Tl::kDSteps, kKS = Tl::kKSteps;
   constexpr int kStages = Tl::kStages;
   constexpr bool kUnified = kPolicy == SoftmaxPolicy::kUnifiedMax;
@@ -253,7 +256,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // m16 tile s at key step jj. Rows are 16·row16 + lrow, so the swizzle's row term is lrow % 8.
   const int lrow = (lane & 7) + 8 * (lane >> 4), lchunk = (lane >> 3) & 1;
   auto frag = [&](int row16, int s) -> uint32_t {
-    return mma_tile_offset<kD>(16 * row16 + lrow, 2 * s + lchunk);
+    return mma_tile_offset<kD, kWide>(16 * row16 + lrow, 2 * s + lchunk);
   };
 
   float acc[kDS][4];  // Oᵀ: m16 tile i = dims 16i..; c0/c1 heads 2tq, 2tq+1 of dim 16i + g
@@ -306,7 +309,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
   for (int i = 0; i < kStages - 1; ++i)
     if (i < my_tiles)
-      mma_issue_tile<kD>(ring + i * kStageBytes, bars + 8 * i, tk, tv, row0, warp + i * kWarps,
+      mma_issue_tile<kD, kWide>(ring + i * kStageBytes, bars + 8 * i, tk, tv, row0, warp + i * kWarps,
                          w.begin, lane);
   const float phi = kUnified && g < gc ? unified_phi_log2(phi_in, kRange, w.len) : 0.f;
   int rd = 0, wr = kStages - 1;  // ring stages read / written this iteration
@@ -314,7 +317,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int i = 0; i < my_tiles; ++i) {
     // Refill the stage read in iteration i - 1 (released by its closing __syncwarp).
     if (i + kStages - 1 < my_tiles)
-      mma_issue_tile<kD>(ring + wr * kStageBytes, bars + 8 * wr, tk, tv, row0,
+      mma_issue_tile<kD, kWide>(ring + wr * kStageBytes, bars + 8 * wr, tk, tv, row0,
                          warp + (i + kStages - 1) * kWarps, w.begin, lane);
     mbar_wait_parity(bars + 8 * rd, (parity >> rd) & 1u);  // tile i has landed
     parity ^= 1u << rd;
@@ -326,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int first = max(w.end - key0, 0);
       for (int e = lane; e < (kWK - first) * Tl::kChunks; e += 32) {
         const int r = first + e / Tl::kChunks, c = e % Tl::kChunks;
-        const uint32_t a = vt + mma_tile_offset<kD>(r, c);
+        const uint32_t a = vt + mma_tile_offset<kD, kWide>(r, c);
         asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
       }
       __syncwarp();
@@ -505,16 +508,16 @@ __global__ void __launch_bounds__(kThreads, 2)
 namespace fdpp::cuda {
 
 // Grid (split, kv head × head group, sequence), as the CUDA-core kernel's.
-template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
+template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy, bool kWide>
 Status launch_decode_mma(const DecodeParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
-  using Tl = decode::MmaTile<kHeadDim>;
+  using Tl = decode::MmaTile<kHeadDim, kWide>;
   if (p.head_dim != kHeadDim)
     return Internal("mma decode kernel for head_dim " + std::to_string(kHeadDim) +
                     " called with " + std::to_string(p.head_dim));
   if (p.sm_arch < kDecodeTensorCoreMinArch)
     return Internal("mma decode kernel (TMA) called for sm_" + std::to_string(p.sm_arch));
-  auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
+  auto kernel = decode::mma_split_kernel<kHeadDim, kWide, T, kPolicy>;
   FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tl::kSmemBytes)));
   // The layer's caches as (n_slots · n_kv_heads · capacity, head_dim) matrices.
@@ -534,7 +537,7 @@ template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
 Result<int> decode_mma_occupancy() {
   using T = typename DeviceType<kDType>::type;
   using Tl = decode::MmaTile<kHeadDim>;
-  auto kernel = decode::mma_split_kernel<kHeadDim, T, kPolicy>;
+  auto kernel = decode::mma_split_kernel<kHeadDim, false, T, kPolicy>;
   FDPP_KERNEL_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tl::kSmemBytes)));
   int blocks = 0;

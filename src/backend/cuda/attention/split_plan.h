@@ -54,6 +54,27 @@ constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_ker
   return sm_arch >= kDecodeTensorCoreMinArch && fast_kernel && (head_dim == 64 || head_dim == 128);
 }
 
+// The tensor-core kernel's warp tile at head_dim 128: 16 keys (4 KB of K, 2 KB TMA boxes, 97 KB
+// of shared memory per CTA, 2 CTAs/SM) or, wide, 32 keys (8 KB, 4 KB boxes, 193 KB, 1 CTA/SM).
+// Wide tiles run where they were measured faster: splits of at most one wide tile per warp
+// (128 keys: the kernel's first copies request the whole split, in half as many boxes and
+// barrier waits) in a launch of at most one CTA per SM (a second wave would queue behind the
+// first). Measured on the H200 (fdpp bench-attention --what decode --tiles narrow,wide, fp16,
+// 2026-12-01, 128 configurations B 1-8, L 128-32768, heads 32/32, 32/8, 40/40, 64/8): those
+// launches 1.01-1.06x faster (B1 L128 32/8 4.7 -> 4.5 µs, B1 L1024 32/8 7.7 -> 7.5); at 256-1024
+// keys per split wide lost up to 3.5% (B2 L2048 32/8), past 2048 it was within ±1% (40/40: -2%),
+// and with more CTAs than SMs up to 23% (B4 L128 40/40).
+struct DecodeMmaTileShape {
+  int head_dim = 0;
+  int64_t ctas = 0;    // the launch's CTAs: splits × batch × n_kv_heads × head groups
+  int split_keys = 0;  // keys of a full split (decode_split_keys)
+  int num_sms = 0;
+};
+constexpr int kDecodeWideTileKeys = 32;  // keys per wide warp tile at head_dim 128
+constexpr bool decode_mma_wide_tiles(const DecodeMmaTileShape& s) {
+  return s.head_dim == 128 && s.split_keys <= 4 * kDecodeWideTileKeys && s.ctas <= s.num_sms;
+}
+
 // Keys per shared-memory tile of the kernel that runs this head_dim (16-bit elements).
 constexpr int decode_tile_keys(int head_dim, bool fast_kernel) {
   return fast_kernel ? kDecodeTileBytes / (head_dim * 2) : kDecodeGenericTileKeys;
@@ -157,6 +178,13 @@ constexpr DecodeKeyRange decode_split_range(int length, int splits, int split, i
   if (begin >= length) return {length, length};
   const int64_t end = std::min<int64_t>(length, begin + chunk);
   return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+// Keys of a full split of `length` keys cut into `splits` (split 0's range: every other
+// split has as many or fewer).
+constexpr int decode_split_keys(int length, int splits, int tile_keys) {
+  const DecodeKeyRange r = decode_split_range(length, splits, 0, tile_keys);
+  return r.end - r.begin;
 }
 
 }  // namespace fdpp::cuda

@@ -131,6 +131,9 @@ Result<AttentionBenchResult> bench_decode_attention(CudaBackend& be, const Atten
                                                      c.n_heads / c.n_kv_heads, c.head_dim,
                                                      c.length, decode_head_dim_has_fast_kernel(
                                                                    c.head_dim)));
+  res.wide_tiles = be.decode_wide_tiles(c.batch, c.n_kv_heads, c.n_heads / c.n_kv_heads,
+                                        c.head_dim, c.length, res.splits,
+                                        decode_head_dim_has_fast_kernel(c.head_dim));
   if (c.mode == SoftmaxMode::kUnified) {
     res.rows = B * H * (l.n_layers + static_cast<int64_t>(calls) * (c.reps + 2));
     FDPP_ASSIGN_OR_RETURN(res.fallbacks, read_counter(be, sm.args.fallbacks));

@@ -40,6 +40,7 @@ struct AttentionBenchResult {
   double bytes = 0;     // decode: K + V bytes read per call
   double flops = 0;     // prefill: causal FLOPs per call
   int splits = 0;       // decode: KV splits of the plan
+  bool wide_tiles = false;  // decode: the tensor-core kernel ran its wide warp tiles
   int layers = 0;       // decode: KV caches rotated through
   int64_t rows = 0;     // unified rows computed (all calls, warm-up included)
   int64_t fallbacks = 0;  // of those, recomputed synchronized
