@@ -18,7 +18,7 @@ Status LlamaModel::forward(const ForwardPass& pass) {
   const Tensor gate_up = gate_up_.rows(0, T);  // (T, 2*intermediate)
   const Tensor act = act_.rows(0, T);          // (T, intermediate)
 
-  FDPP_RETURN_IF_ERROR(be.embed(ids_.rows(0, T), weights_.embed, x));
+  FDPP_RETURN_IF_ERROR(be.embed(ids(T), weights_.embed, x));
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = weights_.layers[l];
     // The norms and the SiLU gate are prologues of the GEMM after them: the CUDA GEMV

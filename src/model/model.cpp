@@ -63,18 +63,14 @@ Status Model::allocate_buffers() {
   FDPP_RETURN_IF_ERROR(softmax_.allocate(backend_, cfg_.num_layers, cfg_.num_heads,
                                          limits_.max_batch, limits_.max_tokens));
 
-  // Inputs: ids, positions, slots, next_ids per token; lengths per sequence; then inv_freq.
+  // Inputs: the packed ids, positions, slots and lengths of one forward (inputs(n): at most
+  // 3·T + B entries), next_ids per token, then inv_freq (device only).
   const std::vector<float> inv_freq = rope_inv_freq(cfg_);
   const size_t input_bytes = (4 * T + B) * sizeof(int32_t) + inv_freq.size() * sizeof(float);
   FDPP_ASSIGN_OR_RETURN(host_inputs_, backend_.alloc_host(input_bytes));
   FDPP_ASSIGN_OR_RETURN(device_inputs_, backend_.alloc(input_bytes));
-  auto* h = static_cast<int32_t*>(host_inputs_.data());
   auto* d = static_cast<int32_t*>(device_inputs_.data());
-  inputs_ = {h, h + T, h + 2 * T, h + 3 * T, h + 3 * T + B};
-  ids_ = Tensor(d, DType::kI32, dev, {T});
-  positions_ = Tensor(d + T, DType::kI32, dev, {T});
-  slots_ = Tensor(d + 2 * T, DType::kI32, dev, {T});
-  lengths_ = Tensor(d + 3 * T, DType::kI32, dev, {B});
+  host_next_ids_ = static_cast<int32_t*>(host_inputs_.data()) + 3 * T + B;
   next_ids_ = Tensor(d + 3 * T + B, DType::kI32, dev, {T});
   inv_freq_ = Tensor(d + 4 * T + B, DType::kF32, dev, {static_cast<int64_t>(inv_freq.size())});
   FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inv_freq.data(), inv_freq_));
@@ -101,15 +97,25 @@ Status Model::allocate_buffers() {
   return backend_.synchronize();
 }
 
+StepInputs Model::inputs(int n_tokens) const {
+  // Packed for this n (3·n + n_seqs entries from the start): see StepInputs.
+  auto* h = static_cast<int32_t*>(host_inputs_.data());
+  const int n = std::clamp(n_tokens, 0, limits_.max_tokens);
+  return {h, h + n, h + 2 * n, h + 3 * n, host_next_ids_};
+}
+
+Tensor Model::packed_input(int64_t offset, int64_t n) const {
+  return Tensor(static_cast<int32_t*>(device_inputs_.data()) + offset, DType::kI32,
+                device_inputs_.device(), {n});
+}
+
 Status Model::upload_inputs(int n_tokens, int n_seqs) {
-  if (n_tokens < 1 || n_tokens > limits_.max_tokens || n_seqs < 0 || n_seqs > limits_.max_batch)
+  if (n_tokens < 1 || n_tokens > limits_.max_tokens || n_seqs < 0 || n_seqs > limits_.max_batch ||
+      n_seqs > n_tokens)
     return InvalidArgument(fmt::format("upload_inputs: {} tokens / {} sequences exceed the limits {} / {}",
                                        n_tokens, n_seqs, limits_.max_tokens, limits_.max_batch));
-  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.ids, ids_.rows(0, n_tokens)));
-  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.positions, positions_.rows(0, n_tokens)));
-  FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.slots, slots_.rows(0, n_tokens)));
-  if (n_seqs > 0) FDPP_RETURN_IF_ERROR(backend_.copy_from_host(inputs_.lengths, lengths_.rows(0, n_seqs)));
-  return Status::Ok();
+  const int64_t n = 3 * int64_t{n_tokens} + n_seqs;  // inputs(n_tokens), lengths included
+  return backend_.copy_from_host(host_inputs_.data(), packed_input(0, n));
 }
 
 Status Model::prefill_chunk(const int* ids, int n_tokens, int slot, int start_pos,
@@ -117,10 +123,11 @@ Status Model::prefill_chunk(const int* ids, int n_tokens, int slot, int start_po
   if (n_tokens < 1 || n_tokens > limits_.max_tokens)
     return InvalidArgument(fmt::format("prefill_chunk: {} tokens outside [1, {}]", n_tokens,
                                        limits_.max_tokens));
+  const StepInputs in = inputs(n_tokens);
   for (int t = 0; t < n_tokens; ++t) {
-    inputs_.ids[t] = ids[t];
-    inputs_.positions[t] = start_pos + t;
-    inputs_.slots[t] = slot;
+    in.ids[t] = ids[t];
+    in.positions[t] = start_pos + t;
+    in.slots[t] = slot;
   }
   FDPP_RETURN_IF_ERROR(upload_inputs(n_tokens, 0));
   ForwardPass pass;
@@ -133,7 +140,7 @@ Status Model::prefill_chunk(const int* ids, int n_tokens, int slot, int start_po
 }
 
 Status Model::download_next_ids(int rows) {
-  return backend_.copy_to_host_async(next_ids_.rows(0, rows), inputs_.next_ids);
+  return backend_.copy_to_host_async(next_ids_.rows(0, rows), host_next_ids_);
 }
 
 }  // namespace fdpp

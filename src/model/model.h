@@ -22,7 +22,7 @@ struct ModelLimits {
 
 // One forward call: a prefill chunk of one sequence, or one decode token for each
 // of `n_tokens` sequences. Inputs are read from the device copies of
-// Model::inputs() (see upload_inputs), so a captured decode graph stays valid.
+// Model::inputs(n) (see upload_inputs), so a captured decode graph stays valid.
 struct ForwardPass {
   enum class Kind { kPrefill, kDecode };
   Kind kind = Kind::kDecode;
@@ -35,13 +35,16 @@ struct ForwardPass {
   int max_length = 0;
 };
 
-// Host-side inputs of a step (pinned on devices), one entry per token (ids,
-// positions, slots) or per sequence (lengths), and the argmax ids of the last step.
+// Host-side inputs of a forward of n tokens (pinned on devices): one entry per token (ids,
+// positions, slots) or per sequence (lengths, at most n), and the argmax ids of the last
+// step. Model::inputs(n) packs the four arrays back to back for that n, so that the upload
+// is one copy: a graph replays its copy nodes one after the other, and each costs the copy
+// engine's latency.
 struct StepInputs {
-  int32_t* ids = nullptr;        // (max_tokens)
-  int32_t* positions = nullptr;  // (max_tokens)
-  int32_t* slots = nullptr;      // (max_tokens)
-  int32_t* lengths = nullptr;    // (max_batch)
+  int32_t* ids = nullptr;        // (n)
+  int32_t* positions = nullptr;  // (n)
+  int32_t* slots = nullptr;      // (n)
+  int32_t* lengths = nullptr;    // (n): decode, one per sequence
   int32_t* next_ids = nullptr;   // (max_tokens): argmax of each logits row, after download
 };
 
@@ -68,18 +71,21 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   Backend& backend() { return backend_; }
 
-  StepInputs& inputs() { return inputs_; }
+  // The host inputs of a forward of n_tokens (<= limits().max_tokens) tokens: fill them, then
+  // upload_inputs(n_tokens, ...). The pointers depend on n_tokens (the arrays are packed).
+  StepInputs inputs(int n_tokens) const;
   const KVCache& kv_cache() const { return cache_; }
-  // Stream-ordered copies host inputs -> device for the first n_tokens tokens and n_seqs lengths.
+  // One stream-ordered copy host -> device of the inputs(n_tokens) arrays: n_tokens ids,
+  // positions and slots, and n_seqs (<= n_tokens) lengths.
   Status upload_inputs(int n_tokens, int n_seqs);
   virtual Status forward(const ForwardPass& pass) = 0;
   // One prefill forward of tokens `ids` (at most limits().max_tokens) of the sequence in
-  // `slot`, at positions start_pos, start_pos + 1, ...: fills inputs(), uploads, forward().
+  // `slot`, at positions start_pos, start_pos + 1, ...: fills inputs(n_tokens), uploads, forward().
   Status prefill_chunk(const int* ids, int n_tokens, int slot, int start_pos,
                        bool all_logits = false);
   // (rows, vocab) logits of the last forward: all tokens, the last one (prefill), or one per sequence.
   Tensor logits(int rows) const { return logits_.rows(0, rows); }
-  // Stream-ordered copy of the argmax ids of the first `rows` logits rows into inputs().next_ids.
+  // Stream-ordered copy of the argmax ids of the first `rows` logits rows into inputs(n).next_ids.
   Status download_next_ids(int rows);
   // The attention softmax: mode, φ, fallback counters, calibration statistics (Technique 1).
   ModelSoftmax& softmax() { return softmax_; }
@@ -105,13 +111,17 @@ class Model {
   KVCache cache_;
   ModelSoftmax softmax_;
 
-  Buffer host_inputs_;  // pinned backing of inputs_
-  StepInputs inputs_;
-  Buffer device_inputs_;
-  Tensor ids_;        // i32 (max_tokens)
-  Tensor positions_;  // i32 (max_tokens)
-  Tensor slots_;      // i32 (max_tokens)
-  Tensor lengths_;    // i32 (max_batch)
+  // The device copies of inputs(n): ids, positions, slots (n) and lengths (n_seqs) of a
+  // forward of n tokens, packed as the host's are.
+  Tensor ids(int n) const { return packed_input(0, n); }
+  Tensor positions(int n) const { return packed_input(n, n); }
+  Tensor slots(int n) const { return packed_input(2 * n, n); }
+  Tensor lengths(int n) const { return packed_input(3 * n, n); }
+  Tensor packed_input(int64_t offset, int64_t n) const;
+
+  Buffer host_inputs_;    // pinned: the packed inputs (3·max_tokens + max_batch), next_ids
+  Buffer device_inputs_;  // the same layout, then inv_freq
+  int32_t* host_next_ids_ = nullptr;
   Tensor next_ids_;   // i32 (max_tokens)
   Tensor inv_freq_;   // f32 (rotary_dim/2)
 

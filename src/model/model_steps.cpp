@@ -27,8 +27,8 @@ Status Model::rope_append_attend(const ForwardPass& pass, int layer, const Tenso
   const int T = pass.n_tokens;
   RopeAppendArgs rope;
   rope.qkv = qkv;                         // (T, qkv_dim)
-  rope.positions = positions_.rows(0, T);
-  rope.slots = slots_.rows(0, T);
+  rope.positions = positions(T);
+  rope.slots = slots(T);
   rope.inv_freq = inv_freq_;              // (rotary_dim/2); empty without RoPE
   rope.rotary_dim = cfg_.rotary_dim();    // 0 (learned positions): append without rotating
   rope.interleaved = cfg_.rope.interleaved;
@@ -57,8 +57,8 @@ Status Model::rope_append_attend(const ForwardPass& pass, int layer, const Tenso
   a.q = q;
   a.cache = &cache_;
   a.layer = layer;
-  a.slots = slots_.rows(0, T);
-  a.lengths = lengths_.rows(0, T);
+  a.slots = slots(T);
+  a.lengths = lengths(T);
   a.max_length = pass.max_length;
   a.scale = scale;
   a.out = out;

@@ -32,12 +32,12 @@ Status OptModel::forward(const ForwardPass& pass) {
   if (cfg_.has_projections()) {
     // The narrow token embedding lives in h's memory until project_in widens it (E < hidden).
     const Tensor e(h.data, dt, be.device(), {T, E});  // (T, E)
-    FDPP_RETURN_IF_ERROR(be.embed(ids_.rows(0, T), W.embed, e));
+    FDPP_RETURN_IF_ERROR(be.embed(ids(T), W.embed, e));
     FDPP_RETURN_IF_ERROR(be.linear(e, W.project_in, x, {}));
   } else {
-    FDPP_RETURN_IF_ERROR(be.embed(ids_.rows(0, T), W.embed, x));
+    FDPP_RETURN_IF_ERROR(be.embed(ids(T), W.embed, x));
   }
-  FDPP_RETURN_IF_ERROR(be.embed_add(positions_.rows(0, T), W.pos_embed, x));
+  FDPP_RETURN_IF_ERROR(be.embed_add(positions(T), W.pos_embed, x));
 
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = W.layers[l];

@@ -276,14 +276,13 @@ Status Engine::Impl::run_decode_step(int batch, int bucket) {
 Status Engine::Impl::prefill(Sequence& s, std::vector<float>& scratch, int* first_token) {
   const int n = static_cast<int>(s.tokens.size());
   const int chunk = model->limits().max_tokens;
-  StepInputs& in = model->inputs();
   for (int start = 0; start < n; start += chunk)
     FDPP_RETURN_IF_ERROR(
         model->prefill_chunk(s.tokens.data() + start, std::min(chunk, n - start), s.slot, start));
   if (s.sampler.greedy()) {
     FDPP_RETURN_IF_ERROR(model->download_next_ids(1));
     FDPP_RETURN_IF_ERROR(backend->synchronize());
-    *first_token = in.next_ids[0];
+    *first_token = model->inputs(1).next_ids[0];
   } else {
     FDPP_RETURN_IF_ERROR(read_logits(*backend, model->logits(1), scratch));
     *first_token = s.sampler.sample(scratch);
@@ -363,13 +362,13 @@ Result<std::vector<GenerationResult>> Engine::generate(const std::vector<Generat
     t.prefill_ms += ms_since(t0);
 
     t0 = Clock::now();
-    StepInputs& in = I.model->inputs();
     for (;;) {
       std::vector<Sequence*> active;
       for (auto& s : seqs)
         if (!s->done) active.push_back(s.get());
       if (active.empty()) break;
       const int B = static_cast<int>(active.size());
+      const StepInputs in = I.model->inputs(B);
       int max_len = 0;
       for (int b = 0; b < B; ++b) {
         const Sequence& s = *active[b];
@@ -449,9 +448,9 @@ Result<std::vector<std::vector<float>>> Engine::teacher_forced_logits_decode(
   const int V = I.cfg.vocab_size;
   std::vector<std::vector<float>> out(seqs.size());
   std::vector<float> rows;
-  StepInputs& in = I.model->inputs();
   // Position 0 of each sequence is a one-token prefill (there is no cache to decode against yet).
   for (size_t i = 0; i < seqs.size(); ++i) {
+    const StepInputs in = I.model->inputs(1);
     in.ids[0] = seqs[i][0];
     in.positions[0] = 0;
     in.slots[0] = static_cast<int>(i);
@@ -468,6 +467,7 @@ Result<std::vector<std::vector<float>>> Engine::teacher_forced_logits_decode(
     for (size_t i = 0; i < seqs.size(); ++i)
       if (seqs[i].size() > t) active.push_back(i);
     const int B = static_cast<int>(active.size());
+    const StepInputs in = I.model->inputs(B);
     for (int b = 0; b < B; ++b) {
       in.ids[b] = seqs[active[b]][t];
       in.positions[b] = static_cast<int>(t);
@@ -548,7 +548,7 @@ Result<std::vector<double>> Engine::benchmark_decode(int batch, int prompt_len, 
       FDPP_RETURN_IF_ERROR(I.backend->copy(v.rows(0, 1), v.rows(b, b + 1)));
     }
   }
-  StepInputs& in = I.model->inputs();
+  const StepInputs in = I.model->inputs(batch);
   std::vector<double> ms;
   for (int step = 0; static_cast<int>(ms.size()) < steps; ++step) {
     const int pos = prompt_len + step;
