@@ -13,7 +13,7 @@ namespace {
 static_assert(kFlatConfigCount == 5, "add the new configuration's cases below (and its .cu files)");
 
 template <DType kDType>
-Status launch_for_config(int config, const GemmParams& p, cudaStream_t stream) {
+Status launch_for_config(int config, const GemmParams& p, KernelStream stream) {
   switch (config) {
     case 0: return launch_flat_gemm<0, kDType>(p, stream);
     case 1: return launch_flat_gemm<1, kDType>(p, stream);
@@ -48,7 +48,7 @@ Result<int> prepare_flat_gemm(int config, DType dtype) {
   }
 }
 
-Status run_flat_gemm(int config, const GemmParams& p, DType dtype, cudaStream_t stream) {
+Status run_flat_gemm(int config, const GemmParams& p, DType dtype, KernelStream stream) {
   if (config < 0 || config >= kFlatConfigCount)
     return InvalidArgument("flat GEMM: no configuration " + std::to_string(config));
   const FlatConfigDesc& c = kFlatConfigs[config];

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/gemm/gemm_params.h"
+#include "backend/cuda/launch.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 
@@ -21,11 +22,11 @@ Result<int> prepare_flat_gemm(int config, DType dtype);
 
 // Launches configuration `config` (index into kFlatConfigs) on `stream`; p.m_tiles
 // n8 tiles of x (ceil(M / 8), at most the configuration's). Allocates nothing.
-Status run_flat_gemm(int config, const GemmParams& p, DType dtype, cudaStream_t stream);
+Status run_flat_gemm(int config, const GemmParams& p, DType dtype, KernelStream stream);
 
 // ---- per-instantiation entry points (flat_gemm_<config>_<dtype>.cu) ----
 template <int kConfig, DType kDType>
-Status launch_flat_gemm(const GemmParams& p, cudaStream_t stream);
+Status launch_flat_gemm(const GemmParams& p, KernelStream stream);
 template <int kConfig, DType kDType>
 Result<int> prepare_flat_gemm_config();
 

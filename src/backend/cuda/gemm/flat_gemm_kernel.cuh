@@ -22,6 +22,7 @@
 #include "backend/cuda/gemm/flat_gemm.h"
 #include "backend/cuda/gemm/gemm_common.cuh"
 #include "backend/cuda/kernel_status.h"
+#include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/gemm_configs.h"
 
@@ -66,11 +67,10 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
   const T* const w = static_cast<const T*>(p.w);  // (n, k)
   const T* const x = static_cast<const T*>(p.x);  // (m, k)
 
-  // Fills ring slot `slot` with k-block kb. Chunks past N, M or the split's end
-  // are zero-filled without reading (src-size 0), so a partial tile multiplies zeros.
-  auto issue = [&](int slot, int kb) {
+  // Fills ring slot `slot` with k-block kb: W, then x. Chunks past N, M or the split's
+  // end are zero-filled without reading (src-size 0), so a partial tile multiplies zeros.
+  auto issue_w = [&](int slot, int kb) {
     T* ws = smem + slot * kStageElems;  // (kBN, kBK)
-    T* xs = ws + kBN * kBK;             // (kXRows, kBK)
     const int kbase = k0 + kb * kBK;
 #pragma unroll
     for (int it = 0; it < kWChunks / kThreads; ++it) {
@@ -82,6 +82,10 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
       cp_async_16(ws + swizzled<kBK>(r, c), fill ? w + static_cast<int64_t>(n) * p.k + kk : w,
                   fill);
     }
+  };
+  auto issue_x = [&](int slot, int kb) {
+    T* xs = smem + slot * kStageElems + kBN * kBK;  // (kXRows, kBK)
+    const int kbase = k0 + kb * kBK;
     for (int i = tid; i < mt * 8 * kChunksPerRow; i += kThreads) {
       const int r = i / kChunksPerRow, c = i % kChunksPerRow;
       const int kk = kbase + c * 8;
@@ -91,11 +95,18 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
     }
   };
 
-  // Prologue: stages - 1 k-blocks in flight. One commit group per k-block (empty
-  // past the end) keeps the wait count below uniform.
+  // Prologue: stages - 1 k-blocks in flight. W first and before the PDL wait (launch.h:
+  // weights are never written, so their stream starts during the previous kernel's tail),
+  // x after it. The W copies join commit group 0, so the first wait covers them all. One
+  // commit group per k-block (empty past the end) keeps the wait count below uniform.
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s)
+    if (s < n_kb) issue_w(s, s);
+  pdl_wait();
+  pdl_launch_dependents();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < n_kb) issue(s, s);
+    if (s < n_kb) issue_x(s, s);
     cp_async_commit();
   }
 
@@ -120,7 +131,10 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
   for (int kb = 0; kb < n_kb; ++kb) {
     cp_async_wait<kStages - 2>();  // this thread's copies of k-block kb have landed ...
     __syncthreads();               // ... everyone's have, and slot (kb - 1) % stages is free
-    if (kb + kStages - 1 < n_kb) issue((kb + kStages - 1) % kStages, kb + kStages - 1);
+    if (kb + kStages - 1 < n_kb) {
+      issue_w((kb + kStages - 1) % kStages, kb + kStages - 1);
+      issue_x((kb + kStages - 1) % kStages, kb + kStages - 1);
+    }
     cp_async_commit();
 
     const T* ws = smem + (kb % kStages) * kStageElems;
@@ -180,12 +194,12 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
 namespace fdpp::cuda {
 
 template <int kConfig, DType kDType>
-Status launch_flat_gemm(const GemmParams& p, cudaStream_t stream) {
+Status launch_flat_gemm(const GemmParams& p, KernelStream stream) {
   using T = typename DeviceType<kDType>::type;
   constexpr FlatConfigDesc C = kFlatConfigs[kConfig];
   const dim3 grid(static_cast<unsigned>(ceil_div(p.n, C.block_n)), static_cast<unsigned>(p.splits));
-  gemm::flat_gemm_kernel<kConfig, T><<<grid, C.threads(), C.smem_bytes(), stream>>>(p);
-  FDPP_KERNEL_CHECK_LAUNCH();
+  FDPP_KERNEL_CHECK(launch_kernel(gemm::flat_gemm_kernel<kConfig, T>, grid, C.threads(),
+                                  C.smem_bytes(), stream, p));
   return Status::Ok();
 }
 

@@ -4,7 +4,7 @@
 namespace fdpp::cuda {
 
 static_assert(flat_config_named(4, "n128k64s4m64"));
-template Status launch_flat_gemm<4, DType::kBF16>(const GemmParams&, cudaStream_t);
+template Status launch_flat_gemm<4, DType::kBF16>(const GemmParams&, KernelStream);
 template Result<int> prepare_flat_gemm_config<4, DType::kBF16>();
 
 }  // namespace fdpp::cuda

@@ -4,7 +4,7 @@
 namespace fdpp::cuda {
 
 static_assert(flat_config_named(1, "n32k256s4m8"));
-template Status launch_flat_gemm<1, DType::kBF16>(const GemmParams&, cudaStream_t);
+template Status launch_flat_gemm<1, DType::kBF16>(const GemmParams&, KernelStream);
 template Result<int> prepare_flat_gemm_config<1, DType::kBF16>();
 
 }  // namespace fdpp::cuda

@@ -4,7 +4,7 @@
 namespace fdpp::cuda {
 
 static_assert(flat_config_named(0, "n64k128s4m8"));
-template Status launch_flat_gemm<0, DType::kF16>(const GemmParams&, cudaStream_t);
+template Status launch_flat_gemm<0, DType::kF16>(const GemmParams&, KernelStream);
 template Result<int> prepare_flat_gemm_config<0, DType::kF16>();
 
 }  // namespace fdpp::cuda

@@ -166,7 +166,7 @@ Status GemmDispatcher::execute(const GemmPlan& plan, const GemmArgs& a, KernelSt
     p.counters = counters_;
   }
   if (c.impl == GemmImpl::kGemv) return run_gemv(p, a.dtype, stream);
-  return run_flat_gemm(c.config, p, a.dtype, stream.stream);  // launched without PDL
+  return run_flat_gemm(c.config, p, a.dtype, stream);
 }
 
 }  // namespace fdpp::cuda
