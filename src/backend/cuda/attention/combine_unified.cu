@@ -111,6 +111,7 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
   // instead of adding to the merge's chain of dependent ones (combine_common.cuh). Through L2.
   const int slot = __ldcg(p.slots + b);
   const int len_in = __ldcg(p.lengths + b);
+  decode::PhiInputs phi_in{decode::load_phi_calibrated(p, h), NAN};  // host-written: before the wait
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
   // Σ_s acc_s / Σ_s l_s over the splits with keys (weights 1: one φ for all).
@@ -123,8 +124,9 @@ __global__ void __launch_bounds__(kThreads) combine_unified_kernel(const DecodeP
     for (int d = tid; d < D; d += kThreads) out[d] = from_float<T>(0.f);
     return;
   }
-  // φ's loads go out with the accumulators' and φ is decided after them (load_phi_inputs).
-  const decode::PhiInputs phi_in = decode::load_phi_inputs(p, slot, h);
+  // The previous row max goes out with the accumulators' loads and φ is decided after them
+  // (load_phi_inputs).
+  phi_in.previous_max = decode::load_phi_previous(p, slot, h);
   const float m_star = sw.m_star, den = sw.den;
   const float o0 = tid < D ? decode::weighted_split_sum(pacc, S, D, tid, sw) : 0.f;
   const float o1 =

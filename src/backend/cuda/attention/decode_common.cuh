@@ -79,13 +79,31 @@ struct PhiInputs {
   float previous_max;  // follow: the row's max of the previous step (NaN: none)
 };
 
+// The calibrated half may be loaded before the PDL wait (launch.h): only the host writes φ
+// (uploaded in stream order before any kernel that reads it). The previous row max is written
+// by kernels (the last step's attention of the layer; in bench-attention's chain of calls, the
+// call right before), so it is read after the wait.
+__device__ __forceinline__ float load_phi_calibrated(const DecodeParams& p, int h) {
+  return p.phi[h];
+}
+__device__ __forceinline__ float load_phi_previous(const DecodeParams& p, int slot, int h) {
+  return p.follow && p.row_max != nullptr && slot >= 0
+             ? p.row_max[static_cast<int64_t>(slot) * p.n_heads + h]
+             : NAN;
+}
 __device__ __forceinline__ PhiInputs load_phi_inputs(const DecodeParams& p, int slot, int h) {
-  PhiInputs in;
-  in.calibrated = p.phi[h];
-  in.previous_max = p.follow && p.row_max != nullptr && slot >= 0
-                        ? p.row_max[static_cast<int64_t>(slot) * p.n_heads + h]
-                        : NAN;
-  return in;
+  return {load_phi_calibrated(p, h), load_phi_previous(p, slot, h)};
+}
+
+// Unified, one split: the split kernel keeps head g's row max (log2 units) for row-following
+// φ. The callers store it with their outputs, as soon as it is known: a store issued after the
+// output loop and a barrier adds its latency to the end of the kernel (0.4 µs of a 4.9 µs
+// single-split call, H200, fdpp bench-attention, 2026-12-01). A row the fallback recomputes
+// is stored again (finish_single_split).
+__device__ __forceinline__ void store_row_max(const DecodeParams& p, const CtaWork& w, int g,
+                                              float m_log2) {
+  if (p.row_max != nullptr && w.slot >= 0)
+    p.row_max[static_cast<int64_t>(w.slot) * p.n_heads + w.h0 + g] = m_log2 * kLn2;
 }
 
 __device__ __forceinline__ float unified_phi_log2(const PhiInputs& in, UnifiedType type,

@@ -99,12 +99,12 @@ __device__ void sync_partial(const DecodeParams& p, int64_t kv_offset, const T* 
 }
 
 // The end of a unified split kernel whose one split is the whole row (num_splits == 1),
-// after it stored every output: the heads whose check failed (bad[g] != 0) are recomputed
-// synchronized and overwrite their output, and every head's row max (log2 units m[g], or
-// the recomputed one) goes to row_max. Called by every thread; bad and m are shared memory.
+// after it stored every output and every head's row max (store_row_max): the heads whose
+// check failed (bad[g] != 0) are recomputed synchronized and overwrite their output and row
+// max. Called by every thread; bad is shared memory.
 template <class T>
 __device__ void finish_single_split(const DecodeParams& p, const CtaWork& w, const int* bad,
-                                    const float* m, FallbackSmem& sm) {
+                                    FallbackSmem& sm) {
   const int tid = static_cast<int>(threadIdx.x);
   // The caller's store loop may still be setting bad[] (an output that overflowed): every
   // thread must see the final flags before deciding, or the CTA would split at a barrier.
@@ -112,7 +112,6 @@ __device__ void finish_single_split(const DecodeParams& p, const CtaWork& w, con
   for (int g = 0; g < w.gc; ++g) {
     const int h = w.h0 + g;
     const int64_t row = static_cast<int64_t>(w.b) * p.n_heads + h;
-    float row_max = m[g];
     if (bad[g]) {  // uniform: shared memory, final since the barrier above
       const T* q_row = static_cast<const T*>(p.q) + row * p.head_dim;
       sync_partial<T>(p, w.kv_offset, q_row, w.begin, w.end, sm);
@@ -120,11 +119,11 @@ __device__ void finish_single_split(const DecodeParams& p, const CtaWork& w, con
       // l >= 1 unless the inputs hold NaN, which then shows in the output as it should.
       for (int d = tid; d < p.head_dim; d += kThreads)
         out[d] = from_float<T>(sm.l > 0.f ? sm.acc[d] / sm.l : sm.acc[d] * sm.l);
-      row_max = sm.m;
-      if (tid == 0 && p.fallbacks != nullptr) atomicAdd(p.fallbacks, 1u);
+      if (tid == 0) {
+        if (p.fallbacks != nullptr) atomicAdd(p.fallbacks, 1u);
+        store_row_max(p, w, g, sm.m);
+      }
     }
-    if (tid == 0 && p.row_max != nullptr && w.slot >= 0)
-      p.row_max[static_cast<int64_t>(w.slot) * p.n_heads + h] = row_max * kLn2;
   }
 }
 

@@ -164,6 +164,7 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
         // With one split this is the whole row: its range check (a NaN fails it).
         s_bad[g] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - u_phi[j]) && l > 0.f &&
                      isfinite(l));
+        if (p.num_splits == 1) store_row_max(p, w, g, m);
       }
     }
   } else {
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
   }
   if constexpr (kUnified) {
     if (p.num_splits == 1)  // uniform; finish_single_split starts with a barrier
-      finish_single_split<T>(p, w, s_bad, sm_m, *reinterpret_cast<FallbackSmem*>(&skv[0][0]));
+      finish_single_split<T>(p, w, s_bad, *reinterpret_cast<FallbackSmem*>(&skv[0][0]));
   }
 }
 

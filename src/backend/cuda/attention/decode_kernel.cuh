@@ -265,6 +265,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
       static_assert(kMaxG <= kLanes, "threads 0..gc-1 sit in key row 0");
       s_bad[tid] = !(unified_row_in_range(UnifiedType::kF32, w.len, m - u_phi) && l > 0.f &&
                      isfinite(l));
+      if (p.num_splits == 1) store_row_max(p, w, tid, m);
     }
     __syncthreads();
   }
@@ -279,7 +280,7 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   }
   if constexpr (kUnified) {
     if (p.num_splits == 1)  // uniform; finish_single_split starts with a barrier
-      finish_single_split<T>(p, w, s_bad, sm_m, *reinterpret_cast<FallbackSmem*>(&sk[0][0]));
+      finish_single_split<T>(p, w, s_bad, *reinterpret_cast<FallbackSmem*>(&sk[0][0]));
   }
 }
 

@@ -281,13 +281,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
                    : "memory");
   __syncwarp();
+  // φ: the calibrated one before the wait, the previous row max after it (load_phi_calibrated);
+  // loaded now, decided after the first copies are issued.
+  PhiInputs phi_in{0.f, NAN};
+  if constexpr (kUnified)
+    if (g < gc) phi_in.calibrated = load_phi_calibrated(p, w.h0 + g);
   pdl_wait();  // PDL (launch.h): the previous kernel's outputs are ready after this
   pdl_launch_dependents();
-  // φ after the wait: with row-following φ a kernel writes row_max (the unified combine; in
-  // bench-attention's chain of calls, the one right before this kernel).
-  PhiInputs phi_in{0.f, NAN};  // φ: loaded now, decided after the first copies are issued
   if constexpr (kUnified)
-    if (g < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + g);
+    if (g < gc) phi_in.previous_max = load_phi_previous(p, w.slot, w.h0 + g);
   // Q as the A operand of S = Q·Kᵀ: a0 = Q[g][16s + 2tq + {0,1}], a2 = the same 8 dims on;
   // rows 8..15 (a1, a3) are zero. Heads past gc are zero rows: their S, P and Oᵀ columns are
   // computed and dropped. Q is not pre-scaled, so it enters the mma exactly as stored.
@@ -481,6 +483,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       // (a NaN fails it).
       s_bad[tid] =
           !(unified_row_in_range(kRange, w.len, ms - s_phi[tid]) && ls > 0.f && isfinite(ls));
+      if (p.num_splits == 1) store_row_max(p, w, tid, ms);
     }
   }
   __syncthreads();
@@ -497,7 +500,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   if constexpr (kUnified) {
     if (p.num_splits == 1) {  // uniform; finish_single_split starts with a barrier
       auto* fb = reinterpret_cast<FallbackSmem*>(smem + (Tl::kRedBytes + 15) / 16 * 16);
-      finish_single_split<T>(p, w, s_bad, sm_m, *fb);
+      finish_single_split<T>(p, w, s_bad, *fb);
     }
   }
 #endif  // FDPP_DECODE_MMA_HAS_TMA
