@@ -197,8 +197,9 @@ int run_tune(const TuneOptions& o) {
                "by timing decode steps\n", pct(kStepTieMargin));
     for (const GemmStepTie& t : ties) {
       std::string timed;
-      for (size_t i = 0; i < t.choices.size(); ++i)
-        timed += fmt::format("{}{} {:.1f} µs", i ? ", " : "", impl_choice_name(t.choices[i]), t.us[i]);
+      for (const GemmTimedChoice& c : t.options)
+        timed += fmt::format("{}{} {:.1f} µs", timed.empty() ? "" : ", ", impl_choice_name(c.choice),
+                             c.us);
       const std::optional<ImplChoice> has = table->lookup(1, t.n, t.k, dtype);
       fmt::print("  {} [{}, {}]: {}; the table has {}\n", t.shape, t.n, t.k, timed,
                  has ? impl_choice_name(*has) : std::string("the built-in rule"));

@@ -504,7 +504,7 @@ std::vector<GemmStepTie> gemm_step_ties(const std::vector<GemmTiming>& timings, 
   struct Best {
     std::string shape;
     int64_t n = 0, k = 0;
-    std::vector<std::pair<double, ImplChoice>> per_impl;  // the fastest of each implementation
+    std::vector<GemmTimedChoice> per_impl;  // the fastest of each implementation
   };
   std::vector<Best> shapes;  // first-seen order
   for (const GemmTiming& t : timings) {
@@ -513,24 +513,22 @@ std::vector<GemmStepTie> gemm_step_ties(const std::vector<GemmTiming>& timings, 
                            [&](const Best& b) { return b.n == t.n && b.k == t.k; });
     if (it == shapes.end()) it = shapes.insert(shapes.end(), Best{t.shape, t.n, t.k, {}});
     auto same = std::find_if(it->per_impl.begin(), it->per_impl.end(),
-                             [&](const auto& p) { return p.second.impl == t.choice.impl; });
+                             [&](const GemmTimedChoice& c) { return c.choice.impl == t.choice.impl; });
     if (same == it->per_impl.end())
-      it->per_impl.emplace_back(t.us, t.choice);
-    else if (t.us < same->first || (t.us == same->first && simpler(t.choice, same->second)))
-      *same = {t.us, t.choice};
+      it->per_impl.push_back({t.choice, t.us});
+    else if (t.us < same->us || (t.us == same->us && simpler(t.choice, same->choice)))
+      *same = {t.choice, t.us};
   }
   std::vector<GemmStepTie> out;
   for (Best& b : shapes) {
-    std::sort(b.per_impl.begin(), b.per_impl.end(), [](const auto& x, const auto& y) {
-      return x.first < y.first || (x.first == y.first && simpler(x.second, y.second));
-    });
-    GemmStepTie tie{b.shape, b.n, b.k, m, {}, {}};
-    for (const auto& [us, choice] : b.per_impl)
-      if (us <= b.per_impl.front().first * (1.0 + margin)) {
-        tie.choices.push_back(choice);
-        tie.us.push_back(us);
-      }
-    if (tie.choices.size() >= 2) out.push_back(std::move(tie));
+    std::sort(b.per_impl.begin(), b.per_impl.end(),
+              [](const GemmTimedChoice& x, const GemmTimedChoice& y) {
+                return x.us < y.us || (x.us == y.us && simpler(x.choice, y.choice));
+              });
+    GemmStepTie tie{b.shape, b.n, b.k, m, {}};
+    for (const GemmTimedChoice& c : b.per_impl)
+      if (c.us <= b.per_impl.front().us * (1.0 + margin)) tie.options.push_back(c);
+    if (tie.options.size() >= 2) out.push_back(std::move(tie));
   }
   return out;
 }

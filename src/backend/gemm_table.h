@@ -206,12 +206,16 @@ std::vector<GemmShapeReport> report_gemm_table(const TunedGemmTable& table,
 // with each choice (runtime/gemm_table_setup.h). The margin covers the alone-timing's gap.
 inline constexpr double kStepTieMargin = 0.10;
 
+struct GemmTimedChoice {
+  ImplChoice choice;
+  double us = 0;  // its time alone (µs per call)
+};
+
 struct GemmStepTie {
   std::string shape;
   int64_t n = 0, k = 0;
   int m = 0;
-  std::vector<ImplChoice> choices;  // the fastest alone first, each within the margin of it
-  std::vector<double> us;           // each choice's time alone (µs per call)
+  std::vector<GemmTimedChoice> options;  // the fastest alone first, each within the margin of it
 };
 
 // Per [N, K] measured at M = m: the fastest measured variant of each implementation (GEMV,

@@ -55,9 +55,9 @@ Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
   TunedGemmTable table = tune.table;
   for (const GemmStepTie& tie : tune.ties) {
     std::vector<TunedGemmTable> variants;
-    for (size_t i = 0; i < tie.choices.size(); ++i) {
-      FDPP_ASSIGN_OR_RETURN(TunedGemmTable v, with_gemm_choice(table, tie.n, tie.k, tie.m,
-                                                               tie.choices[i], tie.us[i]));
+    for (const GemmTimedChoice& c : tie.options) {
+      FDPP_ASSIGN_OR_RETURN(TunedGemmTable v,
+                            with_gemm_choice(table, tie.n, tie.k, tie.m, c.choice, c.us));
       variants.push_back(std::move(v));
     }
     std::vector<double> best(variants.size(), std::numeric_limits<double>::infinity());
@@ -70,9 +70,9 @@ Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
     std::string timed;
     for (size_t i = 0; i < variants.size(); ++i)
       timed += fmt::format("{}{} {:.1f} µs alone, {:.3f} ms per step", i ? "; " : "",
-                           impl_choice_name(tie.choices[i]), tie.us[i], best[i]);
+                           impl_choice_name(tie.options[i].choice), tie.options[i].us, best[i]);
     spdlog::info("--autotune: {} [{}, {}] at M {} is a near tie alone ({}): {} by the decode step",
-                 tie.shape, tie.n, tie.k, tie.m, timed, impl_choice_name(tie.choices[win]));
+                 tie.shape, tie.n, tie.k, tie.m, timed, impl_choice_name(tie.options[win].choice));
     table = std::move(variants[win]);
   }
   return table;

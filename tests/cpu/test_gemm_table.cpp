@@ -108,15 +108,15 @@ TEST(GemmTable, StepTiesAreImplementationsWithinTheMarginAtOneM) {
   ASSERT_EQ(ties.size(), 2u);
   EXPECT_EQ(ties[0].shape, "down");
   EXPECT_EQ(ties[0].m, 1);
-  ASSERT_EQ(ties[0].choices.size(), 2u);
-  EXPECT_EQ(ties[0].choices[0], kGemvS4);  // each implementation's fastest variant, fastest first
-  EXPECT_EQ(ties[0].choices[1], kCublas);
-  EXPECT_DOUBLE_EQ(ties[0].us[0], 28.5);
+  ASSERT_EQ(ties[0].options.size(), 2u);
+  EXPECT_EQ(ties[0].options[0].choice, kGemvS4);  // each implementation's fastest variant, fastest first
+  EXPECT_EQ(ties[0].options[1].choice, kCublas);
+  EXPECT_DOUBLE_EQ(ties[0].options[0].us, 28.5);
   EXPECT_EQ(ties[1].shape, "lm_head");
-  ASSERT_EQ(ties[1].choices.size(), 3u);
-  EXPECT_EQ(ties[1].choices[0], kCublas);
-  EXPECT_EQ(ties[1].choices[1], kGemv);
-  EXPECT_EQ(ties[1].choices[2], flat(2));
+  ASSERT_EQ(ties[1].options.size(), 3u);
+  EXPECT_EQ(ties[1].options[0].choice, kCublas);
+  EXPECT_EQ(ties[1].options[1].choice, kGemv);
+  EXPECT_EQ(ties[1].options[2].choice, flat(2));
   // A 2% margin leaves no tie: down's cuBLASLt is 2.5% behind, lm_head's GEMV 5%.
   const std::vector<GemmStepTie> tight = gemm_step_ties(t, 1, 0.02);
   ASSERT_EQ(tight.size(), 0u);
@@ -165,8 +165,8 @@ TEST(GemmTable, StepTiesSettledByTheStepTime) {
   ASSERT_TRUE(made.ok()) << made.status().message();
   GemmTableTune tune;
   tune.table = *made;
-  tune.ties = {{"down", 4096, 11008, 1, {kCublas, kGemvS4}, {29.2, 29.8}},
-               {"lm_head", 32000, 4096, 1, {kGemv, kCublas}, {61.0, 62.0}}};
+  tune.ties = {{"down", 4096, 11008, 1, {{kCublas, 29.2}, {kGemvS4, 29.8}}},
+               {"lm_head", 32000, 4096, 1, {{kGemv, 61.0}, {kCublas, 62.0}}}};
   // A step model: the fused GEMV for down saves 0.14 ms, cuBLASLt for lm_head costs 0.01 ms
   // more, but only when down already runs the GEMV (so the order of settling shows).
   std::vector<std::pair<ImplChoice, ImplChoice>> seen;
