@@ -597,10 +597,11 @@ Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
   p.sm_arch = sm_arch();
   p.scale_log2 = a.scale * 1.4426950408889634f;  // log2(e)
   FDPP_RETURN_IF_ERROR(set_decode_softmax(op, a.softmax, l.n_slots, H, &p));
+  const bool fast_kernel = decode_uses_fast_kernel(p);
   FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,
-                                                    a.max_length, decode_uses_fast_kernel(p)));
+                                                    a.max_length, fast_kernel));
   p.wide_tiles = decode_wide_tiles(p.batch, p.n_kv_heads, p.group, D, a.max_length,
-                                   p.num_splits, decode_uses_fast_kernel(p));
+                                   p.num_splits, fast_kernel);
   if (p.num_splits > 1) {
     FDPP_ASSIGN_OR_RETURN(
         void* ws,
