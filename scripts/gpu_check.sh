@@ -22,7 +22,7 @@ mkdir -p "$WORK"
 BUILD=$ROOT/build-gpu
 MODELS_TMP=${FDPP_MODELS_TMP:-/tmp/fdpp-models}
 MODEL=${MODEL:-llama-2-7b}
-export FDPP_MODELS_DIR=$ROOT/models  # the carried copy of ../shared/models
+export FDPP_MODELS_DIR=$ROOT/models  # the repository's models/
 export PYTHONUNBUFFERED=1
 FDPP=$BUILD/fdpp
 stages=("$@")
@@ -90,13 +90,13 @@ for stage in "${stages[@]}"; do
     models)
       for m in $MODEL; do
         [ -f "$MODELS_TMP/$m/config.json" ] ||
-          python3 scripts/make_random_model.py "$m" "$MODELS_TMP/$m" >>"$WORK/models.log" 2>&1
+          python3 scripts/models/make_random_model.py "$m" "$MODELS_TMP/$m" >>"$WORK/models.log" 2>&1
       done
       note "models: $(ls "$MODELS_TMP" 2>/dev/null | tr '\n' ' ') ($(stage_time $t0)); $(df -h /tmp | tail -1)"
       ;;
     compare)
       # shellcheck disable=SC2086
-      python3 scripts/hf_compare.py --model "$MODELS_TMP/$MODEL" --fdpp "$FDPP" --out "$WORK/compare.json" \
+      python3 scripts/compare/hf_compare.py --model "$MODELS_TMP/$MODEL" --fdpp "$FDPP" --out "$WORK/compare.json" \
         --workdir "$WORK/compare" ${COMPARE_ARGS:-} >"$WORK/compare.log" 2>&1
       note "compare $MODEL: exit $? ($(stage_time $t0))"
       tail -30 "$WORK/compare.log" | tee -a "$summary"
@@ -116,7 +116,7 @@ for stage in "${stages[@]}"; do
       "$FDPP" bench-gemm --json-out "$WORK/gemm.json" ${GEMM_ARGS:-} >"$WORK/gemm.md" 2>"$WORK/gemm.err"
       note "bench-gemm: exit $? ($(stage_time $t0))"
       cat "$WORK/gemm.md" >>"$summary"
-      python3 scripts/plot_gemm.py "$WORK/gemm.json" "$WORK/gemm.png" >>"$summary" 2>&1
+      python3 scripts/plots/plot_gemm.py "$WORK/gemm.json" "$WORK/gemm.png" >>"$summary" 2>&1
       ;;
     attention)
       # Decode and prefill attention kernels, synchronized and unified, beside torch SDPA
@@ -124,7 +124,7 @@ for stage in "${stages[@]}"; do
       # shellcheck disable=SC2086
       "$FDPP" bench-attention -o json ${ATTN_ARGS:-} >"$WORK/attn_fdpp.json" 2>"$WORK/attn_fdpp.err"
       note "bench-attention: exit $? ($(stage_time $t0))"
-      python3 scripts/attention_baselines.py --fdpp "$WORK/attn_fdpp.json" --out "$WORK/attn_torch.json" \
+      python3 scripts/baselines/attention_baselines.py --fdpp "$WORK/attn_fdpp.json" --out "$WORK/attn_torch.json" \
         --md "$WORK/attn.md" >"$WORK/attn_baselines.log" 2>&1
       note "attention baselines: exit $? ($(stage_time $t0))"
       cat "$WORK/attn.md" >>"$summary" 2>/dev/null
@@ -160,7 +160,7 @@ for stage in "${stages[@]}"; do
       cat "$WORK/tune_$MODEL.md" >>"$summary"
       tail -5 "$WORK/tune_$MODEL.err" >>"$summary"
       mkdir -p "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}" && cp -r "$WORK/cache/." "${FDPP_CACHE_DIR:-$HOME/.cache/fdpp}/" 2>/dev/null
-      python3 scripts/plot_tune.py "$WORK/tune_$MODEL.json" "$WORK/plots" >>"$summary" 2>&1
+      python3 scripts/plots/plot_tune.py "$WORK/tune_$MODEL.json" "$WORK/plots" >>"$summary" 2>&1
       ;;
     pdl)
       # Programmatic dependent launch on and off (src/backend/cuda/launch.h), with the
@@ -192,7 +192,7 @@ for stage in "${stages[@]}"; do
       # Issue 6's grid, one bench per cell: {softmax sync, unified} x {gemm cublas, auto}, plus
       # gemv and flat forced (sync); contexts 128/1K/8K in one engine, then 32K (an engine of its
       # own: the KV cache is sized by the largest batch x context) for the 2 x 2 grid.
-      # scripts/ablation_table.py turns the folder into the tables of docs/benchmarks.md.
+      # scripts/profile/ablation_table.py turns the folder into the tables of docs/benchmarks.md.
       adir=$WORK/ablation_$MODEL; mkdir -p "$adir"
       for cell in sync:cublas sync:auto unified:cublas unified:auto sync:gemv sync:flat; do
         sm=${cell%:*}; g=${cell#*:}
@@ -207,7 +207,7 @@ for stage in "${stages[@]}"; do
           note "ablation $MODEL 32K softmax=$sm gemm=$g: exit $? ($(stage_time $t0))" ;;
         esac
       done
-      python3 scripts/ablation_table.py "$adir" >>"$summary"
+      python3 scripts/profile/ablation_table.py "$adir" >>"$summary"
       ;;
     family)
       # Issue 7, one model at a time (the disk holds about two): random weights, its GEMM table
@@ -224,7 +224,7 @@ for stage in "${stages[@]}"; do
           opt-*) ctx="128,1024" ;;  # OPT learned 2048 positions
         esac
         [ -f "$dir/config.json" ] ||
-          python3 scripts/make_random_model.py "$fm" "$dir" "${extra[@]}" >>"$WORK/models.log" 2>&1
+          python3 scripts/models/make_random_model.py "$fm" "$dir" "${extra[@]}" >>"$WORK/models.log" 2>&1
         case $fm in
           llama-*) cp --update=none "$ROOT/models/tokenizers/llama2/tokenizer.model" "$dir/" ;;
           opt-*) cp --update=none "$ROOT/models/tokenizers/gpt2/"{vocab.json,merges.txt} "$dir/" ;;
@@ -240,7 +240,7 @@ for stage in "${stages[@]}"; do
         fi
         if [[ $steps == *" compare "* ]]; then
           # shellcheck disable=SC2086
-          python3 scripts/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --hf-dtype fp32 \
+          python3 scripts/compare/hf_compare.py --model "$dir" --hf-model "$hfdir" --fdpp "$FDPP" --hf-dtype fp32 \
             --lengths 1,17,500 --batch 1 --out "$WORK/compare_$fm.json" ${FAMILY_COMPARE_ARGS:-} \
             >"$WORK/compare_$fm.log" 2>&1
           note "family $fm compare: exit $? ($(stage_time $t1))"
@@ -257,7 +257,7 @@ for stage in "${stages[@]}"; do
           cat "$WORK/calibrate_$fm.md" >>"$summary"
         fi
         if [[ $steps == *" hf "* ]]; then
-          python3 scripts/bench_baselines.py --model "$hfdir" --modes eager --batch 1 --prompt 1024 --gen 16 \
+          python3 scripts/baselines/bench_baselines.py --model "$hfdir" --modes eager --batch 1 --prompt 1024 --gen 16 \
             --reps 1 --time-limit 30 --out "$WORK/baselines_$fm.json" >"$WORK/baselines_$fm.log" 2>&1
           note "family $fm HF eager: exit $? ($(stage_time $t1))"
           tail -6 "$WORK/baselines_$fm.log" >>"$summary"
@@ -289,7 +289,7 @@ for stage in "${stages[@]}"; do
         # L2 / DRAM throughput pair of the two kernels is what found the TMA maps' L2 promotion.
         "$ncu_bin" --section SpeedOfLight --clock-control none --cache-control none -k regex:cudnn \
           --launch-skip 1 --launch-count 1 \
-          python3 scripts/cudnn_decode_once.py "$b" "$l" "${h%/*}" "${h#*/}" \
+          python3 scripts/baselines/cudnn_decode_once.py "$b" "$l" "${h%/*}" "${h#*/}" \
           >"$WORK/${tag}_cudnn.txt" 2>&1
         note "ncu cuDNN decode B $b L $l $h: $(grep -E 'Duration|DRAM Throughput|L2 Cache Throughput' \
           "$WORK/${tag}_cudnn.txt" | head -3 | tr -s ' ' | tr '\n' ' ')"
@@ -318,7 +318,7 @@ for stage in "${stages[@]}"; do
       done
       ;;
     baselines)
-      python3 scripts/bench_baselines.py --model "$MODELS_TMP/$MODEL" --batch 1,8 --prompt 128,1024,8192 \
+      python3 scripts/baselines/bench_baselines.py --model "$MODELS_TMP/$MODEL" --batch 1,8 --prompt 128,1024,8192 \
         --gen 128 --reps 3 --out "$WORK/baselines_$MODEL.json" ${BASELINE_ARGS:-} >"$WORK/baselines.log" 2>&1
       note "baselines $MODEL: exit $? ($(stage_time $t0))"
       tail -20 "$WORK/baselines.log" | tee -a "$summary"

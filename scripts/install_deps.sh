@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs fdpp's build dependencies (Debian 12 / Ubuntu 24.04 system packages).
 # CUDA is optional: with nvcc at /usr/local/cuda (or on PATH) the CUDA backend builds too.
+# python3 (standard library only) runs scripts/plots/results_page.py --check, a CPU test.
+# Installs only what is missing, so a second run changes nothing.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev
-      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev)
+      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot `fdpp tune --json-out FILE`: time vs M per shape, the inflection points marked.
 
-    scripts/plot_tune.py tune.json OUT_DIR
+    scripts/plots/plot_tune.py tune.json OUT_DIR
 
 One PNG per [N, K] shape (OUT_DIR/tune_<name>_<N>x<K>.png); one line per
 implementation: ImplA (gemv), ImplB as its best configuration at each M ("best

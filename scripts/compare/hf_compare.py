@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Compare fdpp's teacher-forced logits with Hugging Face transformers on the same random prompts.
 
-    python3 scripts/hf_compare.py --model /tmp/models/llama-2-7b --fdpp build/fdpp \
+    python3 scripts/compare/hf_compare.py --model /tmp/models/llama-2-7b --fdpp build/fdpp \
         --out results/hf_compare_llama-2-7b.json
     # ChatGLM2: fdpp reads the native folder, transformers the Glm twin (found as MODEL-glm)
-    python3 scripts/hf_compare.py --model /tmp/models/chatglm2-6b --fdpp build/fdpp --lengths 1,17,500
+    python3 scripts/compare/hf_compare.py --model /tmp/models/chatglm2-6b --fdpp build/fdpp --lengths 1,17,500
 
 For every (batch, length) the script draws seeded random prompt ids in [3, vocab), writes them as
 IDS.json (a list of sequences) and runs
@@ -27,7 +27,6 @@ prints a markdown table, exits 1 if any case fails (2 on bad arguments).
 --dtype) with the reference: the spread two correct implementations show, to read fdpp's against.
 """
 import argparse
-import datetime
 import json
 import os
 import random
@@ -37,15 +36,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fdpp_scripts import common  # noqa: E402
 
-def parse_list(text, name):
-    try:
-        vals = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name}: comma-separated integers expected, got {text!r}")
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"{name}: positive integers expected, got {text!r}")
-    return vals
+
+parse_list = common.int_list
 
 
 def parse_args(argv=None):
@@ -297,20 +292,6 @@ def judge(metrics, args):
 # ----------------------------------------------------------------------------------------------
 
 
-def environment(args):
-    env = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-    try:
-        import torch
-        import transformers
-        env["torch"] = torch.__version__
-        env["transformers"] = transformers.__version__
-        if torch.cuda.is_available():
-            env["gpu"] = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
-    return env
-
-
 def markdown(rows):
     lines = ["| mode | batch | length | max rel L2 | mean rel L2 | same argmax | argmax or tie "
              "| fdpp s | result |",
@@ -326,16 +307,6 @@ def markdown(rows):
         lines.append(f"| {r['mode']} | {r['batch']} | {r['length']} | " + " | ".join(cols) +
                      f" | {wall if wall is not None else '-'} | {result[:160]} |")
     return "\n".join(lines)
-
-
-def write_json(path, obj):
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -425,9 +396,9 @@ def main(argv=None):
         "fdpp": os.path.abspath(args.fdpp), "dtype": args.dtype, "hf_dtype": args.hf_dtype,
         "attn": args.attn, "seed": args.seed, "ragged": args.ragged, "vocab": vocab,
         "thresholds": {"max_rel_l2": args.max_rel_l2, "min_argmax": args.min_argmax},
-        "env": environment(args), "passed": passed, "results": rows, "noise_floor": noise_rows,
+        "env": common.environment(smi=False), "passed": passed, "results": rows, "noise_floor": noise_rows,
     }
-    write_json(args.out, report)
+    common.write_json(args.out, report)
     print()
     print(f"fdpp vs transformers ({os.path.basename(os.path.normpath(args.model))}, {args.dtype}; "
           f"pass: rel L2 <= {args.max_rel_l2:g} everywhere, same argmax >= {args.min_argmax:.0%})")

@@ -14,7 +14,7 @@ A gap is time in which no kernel of the step ran: with programmatic dependent la
 next kernel's start overlaps its predecessor, so the gap is negative and the overlap is
 shown as such.
 
-  scripts/step_profile.py TRACE.csv [--top 40]
+  scripts/profile/step_profile.py TRACE.csv [--top 40]
 """
 import argparse
 import collections

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Write a Hugging Face model folder with the exact config of a known model and random weights.
 
-    python3 scripts/make_random_model.py llama-2-7b /tmp/models/llama-2-7b
-    python3 scripts/make_random_model.py llama-2-7b /tmp/models/llama-2-7b-l2 --layers 2
-    python3 scripts/make_random_model.py chatglm2-6b /tmp/models/chatglm2-6b --chatglm-naming both
-    python3 scripts/make_random_model.py --list
+    python3 scripts/models/make_random_model.py llama-2-7b /tmp/models/llama-2-7b
+    python3 scripts/models/make_random_model.py llama-2-7b /tmp/models/llama-2-7b-l2 --layers 2
+    python3 scripts/models/make_random_model.py chatglm2-6b /tmp/models/chatglm2-6b --chatglm-naming both
+    python3 scripts/models/make_random_model.py --list
 
 Weights are normal(0, 0.02), norm weights 1, LayerNorm biases 0, other biases normal(0, 0.02).
 Every tensor is drawn on the GPU from a generator seeded by (--seed, the tensor's name), so a
@@ -29,6 +29,9 @@ import struct
 import sys
 import time
 import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fdpp_scripts import common  # noqa: E402
 
 STD = 0.02  # every random weight and bias: normal(0, STD)
 GB = 1000 ** 3  # HF's "5GB" max_shard_size is decimal
@@ -443,10 +446,7 @@ class ShardedWriter:
         return sum(total for _, _, total, _ in self.files)
 
 
-def write_json(path, obj):
-    with open(path, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
+write_json = common.write_json
 
 
 def read_safetensors_header(path):

@@ -7,7 +7,7 @@ the bare call a few times on one set of tensors, so that Nsight Compute sees cuD
 
   ncu --clock-control none --metrics gpu__time_duration.sum,dram__bytes_read.sum,\
 dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
-    --csv python3 scripts/cudnn_decode_once.py B L HQ HKV [--calls N]
+    --csv python3 scripts/baselines/cudnn_decode_once.py B L HQ HKV [--calls N]
 
 fp16, head_dim 128, one query token per sequence; K and V are (B, HKV, L, 128).
 """

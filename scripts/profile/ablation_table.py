@@ -9,7 +9,7 @@ context) row, one column per cell, the ratio of two cells (default sync+auto ove
 sync+cublas: the dispatch table's gain) and the fastest cell; then prefill milliseconds per
 (batch, prompt) row.
 
-  scripts/ablation_table.py DIR [--reference sync:cublas] [--ratio sync:auto]
+  scripts/profile/ablation_table.py DIR [--reference sync:cublas] [--ratio sync:auto]
 """
 import argparse
 import os

@@ -2,8 +2,8 @@
 """GPT-2 byte-level BPE as OpenAI's encoder.py wrote it (the `regex` module, merges applied
 pair by pair by rank): an implementation independent of fdpp's, for fixtures and checks.
 
-    python3 scripts/gpt2_reference_bpe.py VOCAB_JSON MERGES_TXT "text" ["text" ...]
-    python3 scripts/gpt2_reference_bpe.py VOCAB_JSON MERGES_TXT --jsonl STRINGS.jsonl
+    python3 scripts/compare/gpt2_reference_bpe.py VOCAB_JSON MERGES_TXT "text" ["text" ...]
+    python3 scripts/compare/gpt2_reference_bpe.py VOCAB_JSON MERGES_TXT --jsonl STRINGS.jsonl
 
 prints one JSON list of ids per text. Special tokens (--special, default <|endoftext|>) are
 split out of the text first, as transformers does. Needs only `regex` (pip: regex).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot `fdpp bench-gemm -o json` results: time vs M per shape.
 
-    scripts/plot_gemm.py results.json out.png
+    scripts/plots/plot_gemm.py results.json out.png
 
 One panel per [N, K] shape; one line per implementation: ImplA (gemv), ImplB as
 its best configuration at each M (faint lines: each configuration), ImplC

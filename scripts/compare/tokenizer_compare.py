@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """fdpp's tokenizers against the reference ones over a few hundred varied strings.
 
-    python3 scripts/tokenizer_compare.py --fdpp build/fdpp [--models-dir models] [--n 400]
+    python3 scripts/compare/tokenizer_compare.py --fdpp build/fdpp [--models-dir models] [--n 400]
         [--opt-dir DIR] [--workdir DIR] [--out results.json]
 
 Tokenizers compared (each on `fdpp tokenize --input-jsonl`, one process per tokenizer):
   gpt2       the GPT-2 files of MODELS/tokenizers/gpt2 vs transformers' GPT2TokenizerFast (and the
-             slow GPT2Tokenizer, and scripts/gpt2_reference_bpe.py) built from the same files;
+             slow GPT2Tokenizer, and scripts/compare/gpt2_reference_bpe.py) built from the same files;
   opt-style  the same merges with OPT's id layout (<s> <pad> </s> <unk> first, the other pieces
              shifted by 4) and OPT's special_tokens_map.json, vs AutoTokenizer on that folder. The
              real OPT vocab.json orders pieces differently (fairseq's dictionary: "Hello" is 31414,
@@ -27,6 +27,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fdpp_scripts import common  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------
@@ -94,8 +96,7 @@ def make_strings(n, seed):
 
 
 def write_json(path, obj):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, ensure_ascii=False, indent=1)
+    common.write_json(path, obj, indent=1, ensure_ascii=False)
 
 
 def opt_config(vocab, bos, eos):
@@ -221,8 +222,7 @@ def check_bpe(name, folder, strings, args, report, hf_kwargs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fdpp", required=True, help="the fdpp binary")
-    ap.add_argument("--models-dir", default=os.environ.get("FDPP_MODELS_DIR",
-                                                           os.path.join(HERE, "..", "models")))
+    ap.add_argument("--models-dir", default=common.models_dir())
     ap.add_argument("--opt-dir", action="append", default=[],
                     help="a real OPT tokenizer folder (vocab.json, merges.txt, side files)")
     ap.add_argument("--n", type=int, default=400, help="number of strings")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Hugging Face transformers baselines for the configurations `fdpp bench` runs.
 
-    python3 scripts/bench_baselines.py --model /tmp/models/llama-2-7b --out results/baselines.json
-    python3 scripts/bench_baselines.py --model /tmp/models/llama-2-7b --quick      # b1 p128 gen 32, eager
+    python3 scripts/baselines/bench_baselines.py --model /tmp/models/llama-2-7b --out results/baselines.json
+    python3 scripts/baselines/bench_baselines.py --model /tmp/models/llama-2-7b --quick      # b1 p128 gen 32, eager
 
 Two modes, each over batch x prompt length:
   eager     model.generate with the default dynamic cache (what a plain transformers user gets);
@@ -25,7 +25,6 @@ measured); --resume skips configurations already measured in --out; --time-limit
 new ones. Progress lines carry timestamps because compilation can take minutes.
 """
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -33,19 +32,11 @@ import sys
 import time
 import traceback
 
-T_START = time.perf_counter()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fdpp_scripts import common  # noqa: E402
 
-
-def log(msg):
-    now = datetime.datetime.now().strftime("%H:%M:%S")
-    print(f"[{now} +{time.perf_counter() - T_START:7.1f}s] {msg}", flush=True)
-
-
-def int_list(text):
-    vals = [int(x) for x in text.split(",") if x.strip()]
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"positive integers expected, got {text!r}")
-    return vals
+log = common.log
+int_list = common.int_list
 
 
 def parse_args(argv=None):
@@ -108,33 +99,6 @@ def load_model(args):
                                                      attn_implementation=args.attn,
                                                      device_map=args.device)
     return model.eval()
-
-
-def environment():
-    import torch
-    import transformers
-    env = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-           "torch": torch.__version__, "transformers": transformers.__version__,
-           "cuda": torch.version.cuda}
-    if torch.cuda.is_available():
-        p = torch.cuda.get_device_properties(0)
-        env.update(gpu=p.name, sm_count=p.multi_processor_count,
-                   gpu_memory_gb=round(p.total_memory / 1e9, 1))
-    env.update(nvidia_smi())
-    return env
-
-
-def nvidia_smi():
-    """Driver and clocks as nvidia-smi reports them (the design asks for clocks with a figure)."""
-    import subprocess
-    fields = ["driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "power.limit"]
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=" + ",".join(fields),
-                              "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-        vals = [v.strip() for v in out.stdout.splitlines()[0].split(",")]
-        return {"nvidia_smi": dict(zip(fields, vals))}
-    except (OSError, IndexError, subprocess.SubprocessError):
-        return {}
 
 
 def model_summary(model):
@@ -287,16 +251,6 @@ def key_of(r):
     return (r["mode"], r["batch"], r["prompt"], r["gen"])
 
 
-def write_report(path, report):
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)  # a reader never sees half a file
-
-
 def markdown(results):
     lines = ["| mode | batch | prompt | gen | prefill ms | decode ms/step | decode tok/s | status |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -329,12 +283,12 @@ def main(argv=None):
         f"{transformers.__version__}, torch {torch.__version__}")
     model = load_model(args)
     report = {"model": os.path.abspath(args.model), "summary": model_summary(model),
-              "env": environment(), "dtype": args.dtype, "attn": args.attn,
+              "env": common.environment(), "dtype": args.dtype, "attn": args.attn,
               "compile_style": args.compile_style, "compile_mode": args.compile_mode,
               "warmup": args.warmup, "reps": args.reps, "results": list(previous),
               "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])}
     log(f"model loaded: {report['summary']['params'] / 1e9:.2f}B params on {report['env'].get('gpu')}")
-    write_report(args.out, report)
+    common.write_json(args.out, report)
     limit = learned_positions_limit(model.config)
 
     for mode in args.modes:
@@ -345,7 +299,7 @@ def main(argv=None):
                 r = {"mode": mode, "batch": batch, "prompt": prompt, "gen": args.gen}
                 if key_of(r) in done:
                     continue
-                if args.time_limit and time.perf_counter() - T_START > args.time_limit:
+                if args.time_limit and time.perf_counter() - common.START > args.time_limit:
                     r.update(status="skipped", error="time limit")
                 elif limit is not None and prompt + args.gen > limit:
                     r.update(status="skipped",
@@ -367,7 +321,7 @@ def main(argv=None):
                             compiled.reset_between_configs()
                         torch.cuda.empty_cache()
                 report["results"].append(r)
-                write_report(args.out, report)
+                common.write_json(args.out, report)
         if compiled:
             compiled.restore()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """torch SDPA baselines for fdpp bench-attention's configurations, and the side-by-side table.
 
-    python3 scripts/attention_baselines.py --out results/attn_torch.json --md results/attn.md \\
+    python3 scripts/baselines/attention_baselines.py --out results/attn_torch.json --md results/attn.md \\
         --fdpp results/attn_fdpp.json       # the JSON of `fdpp bench-attention -o json`
 
 Backends (torch.nn.attention.sdpa_kernel):
@@ -29,15 +29,15 @@ import argparse
 import datetime
 import json
 import math
+import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from fdpp_scripts import common  # noqa: E402
 
-def int_list(text):
-    vals = [int(x) for x in text.split(",") if x.strip()]
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"positive integers expected, got {text!r}")
-    return vals
+
+int_list = common.int_list
 
 
 def heads_list(text):
@@ -188,13 +188,13 @@ def run(args):
             "cudnn": torch.backends.cudnn.version(), "dtype": args.dtype,
             "head_dim": args.head_dim,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": common.git_commit(),
             "results": []}
     what = args.what.split(",")
     backends = args.backends.split(",")
 
     def save():
-        with open(args.out, "w") as f:
-            json.dump(meta, f, indent=1)
+        common.write_json(args.out, meta, indent=1)
 
     jobs = []
     if "decode" in what:
