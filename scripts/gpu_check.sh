@@ -192,7 +192,7 @@ for stage in "${stages[@]}"; do
       # Issue 6's grid, one bench per cell: {softmax sync, unified} x {gemm cublas, auto}, plus
       # gemv and flat forced (sync); contexts 128/1K/8K in one engine, then 32K (an engine of its
       # own: the KV cache is sized by the largest batch x context) for the 2 x 2 grid.
-      # scripts/profile/ablation_table.py turns the folder into the tables of docs/benchmarks.md.
+      # scripts/profile/ablation_table.py turns the folder into the tables of docs/experiments/log.md.
       adir=$WORK/ablation_$MODEL; mkdir -p "$adir"
       for cell in sync:cublas sync:auto unified:cublas unified:auto sync:gemv sync:flat; do
         sm=${cell%:*}; g=${cell#*:}
