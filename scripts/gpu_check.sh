@@ -5,7 +5,7 @@
 #
 #   scripts/gpu_check.sh [STAGE...]      default: build test
 # Stages: build unpack test models compare bench gemm attention calibrate tune pdl fuse ablation
-#   family baselines ncu ab
+#   family baselines ncu ab results
 # Environment: OUT (results), FDPP_MODELS_TMP (random models, default /tmp/fdpp-models),
 #   BENCH_ARGS / COMPARE_ARGS / BASELINE_ARGS / GEMM_ARGS / ATTN_ARGS / TUNE_ARGS / ABLATION_ARGS /
 #   ABLATION_LONG_ARGS (the ablation's 32K engine; 13B: -b 1,2) /
@@ -322,6 +322,39 @@ for stage in "${stages[@]}"; do
         --gen 128 --reps 3 --out "$WORK/baselines_$MODEL.json" ${BASELINE_ARGS:-} >"$WORK/baselines.log" 2>&1
       note "baselines $MODEL: exit $? ($(stage_time $t0))"
       tail -20 "$WORK/baselines.log" | tee -a "$summary"
+      ;;
+    results)
+      # The JSON behind docs/results.md, named as scripts/plots/results_page.py reads it, in
+      # $OUT/results/ (outside work/, so each file comes back on its own), and the page made from
+      # it: copy the folder over docs/results/ and rerun results_page.py. The bench JSON gets the
+      # commit and the model's name, which fdpp bench does not write.
+      rdir=$OUT/results
+      mkdir -p "$rdir"
+      commit=$(git rev-parse --short HEAD 2>/dev/null)
+      "$FDPP" bench -m "$MODELS_TMP/$MODEL" -b 1,8 -p 1024 -n 128 -r 3 -o json \
+        >"$WORK/res_bench.json" 2>"$WORK/res_bench.err" &&
+        python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j.update(commit=sys.argv[3], model=sys.argv[4]); json.dump(j, open(sys.argv[2], "w"), indent=1)' \
+          "$WORK/res_bench.json" "$rdir/bench_$MODEL.json" "$commit" "$MODEL"
+      note "results bench: exit $? ($(stage_time $t0))"
+      python3 scripts/baselines/bench_baselines.py --model "$MODELS_TMP/$MODEL" --modes compiled --batch 1,8 \
+        --prompt 1024 --gen 64 --reps 2 --out "$rdir/hf_$MODEL.json" >"$WORK/res_hf.log" 2>&1
+      note "results hf compiled: exit $? ($(stage_time $t0))"
+      "$FDPP" bench-gemm -m "$MODELS_TMP/$MODEL" -M 1,2,4,8,16 --json-out "$WORK/res_gemm.json" \
+        >"$WORK/res_gemm.md" 2>&1 &&
+        python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j.update(commit=sys.argv[3]); json.dump(j, open(sys.argv[2], "w"), indent=1)' \
+          "$WORK/res_gemm.json" "$rdir/gemm_$MODEL.json" "$commit"
+      note "results gemm: exit $? ($(stage_time $t0))"
+      gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z' 'a-z' |
+                sed 's/nvidia //; s/[^a-z0-9]//g')
+      "$FDPP" bench-attention --what decode,prefill -o json >"$WORK/res_attn.json" 2>"$WORK/res_attn.err" &&
+        python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j.update(commit=sys.argv[3]); json.dump(j, open(sys.argv[2], "w"), indent=1)' \
+          "$WORK/res_attn.json" "$rdir/attention_fdpp_${gpu_tag:-gpu}.json" "$commit" &&
+        python3 scripts/baselines/attention_baselines.py --what decode,prefill \
+          --fdpp "$rdir/attention_fdpp_${gpu_tag:-gpu}.json" --out "$rdir/attention_torch_${gpu_tag:-gpu}.json" \
+          >"$WORK/res_attn_torch.log" 2>&1
+      note "results attention: exit $? ($(stage_time $t0))"
+      python3 scripts/plots/results_page.py --results "$rdir" --page "$OUT/results.md"
+      note "results page: exit $? ($OUT/results.md)"
       ;;
     *)
       note "unknown stage $stage"
