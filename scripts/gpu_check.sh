@@ -353,6 +353,7 @@ for stage in "${stages[@]}"; do
           --fdpp "$rdir/attention_fdpp_${gpu_tag:-gpu}.json" --out "$rdir/attention_torch_${gpu_tag:-gpu}.json" \
           >"$WORK/res_attn_torch.log" 2>&1
       note "results attention: exit $? ($(stage_time $t0))"
+      python3 scripts/plots/plot_results.py --results "$rdir" --out "$OUT/img" >>"$summary" 2>&1
       python3 scripts/plots/results_page.py --results "$rdir" --page "$OUT/results.md"
       note "results page: exit $? ($OUT/results.md)"
       ;;
