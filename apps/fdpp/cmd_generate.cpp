@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "gemm_cli.h"
 #include "softmax_cli.h"
+#include "fdpp/embedded_model.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -37,10 +38,15 @@ struct GenerateOptions {
   bool json = false;
 };
 
-int run_generate(const GenerateOptions& o) {
+int run_generate(GenerateOptions o) {
   if (o.prompt.empty() == o.prompt_ids.empty())
     return fail("give the prompt as text (-p) or as ids (--prompt-ids), exactly one of them");
   if (o.n_predict < 1) return fail("-n must be at least 1 (got " + std::to_string(o.n_predict) + ")");
+  if (o.model.empty()) {  // no -m: the model built into the binary
+    auto dir = materialize_embedded_model();
+    if (!dir.ok()) return fail(dir.status());
+    o.model = dir->string();
+  }
 
   EngineOptions eo;
   eo.model_dir = o.model;
@@ -156,7 +162,7 @@ int run_generate(const GenerateOptions& o) {
 void add_generate(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* sub = app.add_subcommand("generate", "generate text from a prompt");
-  sub->add_option("-m,--model", o->model, "Hugging Face model folder")->required();
+  sub->add_option("-m,--model", o->model, "Hugging Face model folder (default: the embedded stories260K)");
   sub->add_option("-p,--prompt", o->prompt, "prompt text");
   sub->add_option("--prompt-ids", o->prompt_ids, "prompt as token ids: 1,2,3");
   sub->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->capture_default_str();

@@ -1,4 +1,4 @@
-// The transformers reference shipped with stories260K (../shared/models/stories260K/reference):
+// The transformers reference shipped with stories260K (models/stories260K/reference):
 // the greedy continuation of "Once upon a time" and the fp32 logits along it.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -7,8 +8,18 @@
 namespace fdpp::test {
 
 std::filesystem::path models_dir() {
-  if (const char* env = std::getenv("FDPP_MODELS_DIR"); env && *env) return env;
-  return FDPP_TEST_MODELS_DIR;
+  const char* env = std::getenv("FDPP_MODELS_DIR");
+  const bool from_env = env && *env;
+  const std::filesystem::path dir = from_env ? env : FDPP_TEST_MODELS_DIR;
+  for (const char* sub : {"stories260K", "tokenizers"}) {
+    if (!std::filesystem::is_directory(dir / sub)) {
+      std::fprintf(stderr, "fdpp tests: the model folder %s has no %s/ (%s); it should be the "
+                   "repository's models/\n", dir.c_str(), sub,
+                   from_env ? "from $FDPP_MODELS_DIR" : "FDPP_MODELS_DIR at configure time");
+      std::exit(1);
+    }
+  }
+  return dir;
 }
 
 std::filesystem::path scratch_dir(const std::string& name) {

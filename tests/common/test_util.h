@@ -1,4 +1,4 @@
-// Shared helpers for the tests: where the shared models live, scratch folders.
+// Shared helpers for the tests: where the test models live, scratch folders.
 #pragma once
 
 #include <filesystem>
@@ -8,7 +8,9 @@
 
 namespace fdpp::test {
 
-// ../shared/models, or $FDPP_MODELS_DIR when set (the GPU machine carries a copy).
+// The repository's models/ (FDPP_MODELS_DIR at configure time), or $FDPP_MODELS_DIR when set.
+// Exits the test program with one line naming the folder when it has no stories260K/ or
+// tokenizers/: a wrong path then reads as that, not as each test's own failure to load.
 std::filesystem::path models_dir();
 // A fresh, empty folder under the build tree for one test to write into.
 std::filesystem::path scratch_dir(const std::string& name);
