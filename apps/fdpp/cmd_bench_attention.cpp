@@ -15,13 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/dtype.h"
-#ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/bench/attention_bench.h"
-#include "backend/cuda/bench/read_bandwidth.h"
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/device_info.h"
-#endif
+#include "fdpp/bench.h"
 
 namespace fdpp::cli {
 namespace {
@@ -45,7 +39,6 @@ struct BenchAttentionOptions {
   std::string output = "md";
 };
 
-#ifdef FDPP_HAVE_CUDA
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   size_t pos = 0;
@@ -74,13 +67,6 @@ bool parse_heads(const std::string& s, std::pair<int, int>* out) {
   return out->first > 0 && out->second > 0 && out->first % out->second == 0;
 }
 
-struct Row {
-  std::string kind;  // "decode" | "prefill"
-  std::string dtype, softmax;
-  int batch = 0, length = 0, hq = 0, hkv = 0;
-  cuda::AttentionBenchResult r;
-};
-
 int run(const BenchAttentionOptions& o) {
   std::vector<std::pair<int, int>> heads, prefill_heads;
   for (const auto& [list, out] : {std::pair{&o.heads, &heads},
@@ -95,105 +81,51 @@ int run(const BenchAttentionOptions& o) {
   auto splits = parse_id_list(o.splits);
   for (auto* r : {&bs, &ls, &pbs, &pls, &splits})
     if (!r->ok()) return fail(r->status());
-  std::vector<cuda::CudaBackend::DecodeTiles> tiles;
+  AttentionBenchSpec spec;
   for (const std::string& t : split(o.tiles)) {
-    if (t == "auto") tiles.push_back(cuda::CudaBackend::DecodeTiles::kAuto);
-    else if (t == "narrow") tiles.push_back(cuda::CudaBackend::DecodeTiles::kNarrow);
-    else if (t == "wide") tiles.push_back(cuda::CudaBackend::DecodeTiles::kWide);
+    if (t == "auto") spec.tiles.push_back(AttentionTiles::kAuto);
+    else if (t == "narrow") spec.tiles.push_back(AttentionTiles::kNarrow);
+    else if (t == "wide") spec.tiles.push_back(AttentionTiles::kWide);
     else return fail("--tiles " + t + ": expected auto, narrow and/or wide");
   }
-  std::vector<SoftmaxMode> modes;
   for (const std::string& m : split(o.softmax)) {
-    if (m == "sync") modes.push_back(SoftmaxMode::kSynchronized);
-    else if (m == "unified") modes.push_back(SoftmaxMode::kUnified);
+    if (m == "sync") spec.softmax.push_back(AttentionSoftmax::kSync);
+    else if (m == "unified") spec.softmax.push_back(AttentionSoftmax::kUnified);
     else return fail("--softmax " + m + ": expected sync and/or unified");
   }
   const std::vector<std::string> what = split(o.what);
   const auto wants = [&](const char* w) {
     return std::find(what.begin(), what.end(), w) != what.end();
   };
-
-  if (!cuda::cuda_device_available()) return fail("bench-attention needs a CUDA device");
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreate(&s) != cudaSuccess) return fail("cannot create a CUDA stream");
-  auto bw = cuda::measure_read_bandwidth(s);
-  cudaStreamDestroy(s);
-  if (!bw.ok()) return fail(bw.status());
+  spec.decode = wants("decode");
+  spec.prefill = wants("prefill");
+  spec.dtypes = split(o.dtypes);
+  spec.batches = *bs;
+  spec.lengths = *ls;
+  spec.heads = heads;
+  spec.prefill_batches = *pbs;
+  spec.prefill_lengths = *pls;
+  spec.prefill_heads = prefill_heads;
+  spec.head_dim = o.head_dim;
+  spec.splits = *splits;
+  spec.phi = o.phi;
+  spec.follow = o.follow;
+  spec.reps = o.reps;
+  auto report = bench_attention(spec, [](const AttentionBenchRecord& r) {
+    std::fprintf(stderr, "bench-attention: %s %s b %d L %d %d/%d %s: %.1f us\n", r.kind.c_str(),
+                 r.dtype.c_str(), r.batch, r.length, r.heads_q, r.heads_kv, r.softmax.c_str(), r.us);
+  });
+  if (!report.ok()) return fail(report.status());
+  const std::vector<AttentionBenchRecord>& rows = report->records;
+  const ReadBandwidth& bw = report->bandwidth;
   nlohmann::json meta;
   std::string gpu = "?";
-  if (auto info = cuda::query_device_info(0); info.ok()) {
-    gpu = info->summary();
-    meta["gpu"] = info->name;
-    meta["sm_count"] = info->sm_count;
+  if (report->gpu) {
+    gpu = report->gpu->summary;
+    meta["gpu"] = report->gpu->name;
+    meta["sm_count"] = report->gpu->sm_count;
   }
-  meta["read_bandwidth_gbs"] = bw->gbs;
-
-  std::vector<Row> rows;
-  for (const std::string& dname : split(o.dtypes)) {
-    DType dt;
-    if (!parse_dtype(dname, &dt) || dt == DType::kF32) return fail("--dtype " + dname);
-    cuda::CudaBackendOptions bo;
-    bo.activation_dtype = dt;
-    // Kernel against kernel: consecutive replayed calls do not overlap (torch's and cuDNN's
-    // do not either); what PDL adds between layers is measured by fdpp bench --pdl on|off.
-    bo.pdl = false;
-    auto be = cuda::make_cuda_backend(bo);
-    if (!be.ok()) return fail(be.status());
-    const auto one = [&](const char* kind, int b, int L, std::pair<int, int> h,
-                         SoftmaxMode m) -> int {
-      cuda::AttentionBenchCase c;
-      c.batch = b;
-      c.length = L;
-      c.n_heads = h.first;
-      c.n_kv_heads = h.second;
-      c.head_dim = o.head_dim;
-      c.mode = m;
-      c.phi = o.phi;
-      c.follow = o.follow;
-      c.reps = o.reps;
-      const bool decode = std::string(kind) == "decode";
-      auto r = decode ? cuda::bench_decode_attention(**be, c)
-                      : cuda::bench_prefill_attention(**be, c);
-      if (!r.ok()) return fail(r.status());
-      rows.push_back({kind, dtype_name(dt), m == SoftmaxMode::kUnified ? "unified" : "sync", b, L,
-                      h.first, h.second, *r});
-      std::fprintf(stderr, "bench-attention: %s %s b %d L %d %d/%d %s: %.1f us\n", kind,
-                   dtype_name(dt), b, L, h.first, h.second, rows.back().softmax.c_str(), r->us);
-      return 0;
-    };
-    if (wants("decode"))
-      for (auto h : heads)
-        for (int b : *bs)
-          for (int L : *ls)
-            for (int s : *splits)
-              for (auto t : tiles) {
-                (*be)->set_decode_splits_override(s);  // 0 restores the heuristic
-                (*be)->set_decode_tiles_override(t);
-                for (SoftmaxMode m : modes)
-                  if (int rc = one("decode", b, L, h, m)) return rc;
-              }
-    (*be)->set_decode_splits_override(0);
-    (*be)->set_decode_tiles_override(cuda::CudaBackend::DecodeTiles::kAuto);
-    if (wants("prefill"))
-      for (auto h : prefill_heads)
-        for (int b : *pbs)
-          for (int L : *pls)
-            for (SoftmaxMode m : modes)
-              if (int rc = one("prefill", b, L, h, m)) return rc;
-  }
-
-  // The sync → unified gain of each configuration (same dtype, shape).
-  std::map<std::string, double> sync_us;
-  const auto key = [](const Row& r) {
-    return fmt::format("{} {} {} {} {}/{} {} {}", r.kind, r.dtype, r.batch, r.length, r.hq,
-                       r.hkv, r.r.splits, r.r.wide_tiles);
-  };
-  for (const Row& r : rows)
-    if (r.softmax == "sync") sync_us[key(r)] = r.r.us;
-  const auto gain = [&](const Row& r) -> double {
-    auto it = sync_us.find(key(r));
-    return r.softmax == "unified" && it != sync_us.end() && r.r.us > 0 ? it->second / r.r.us : 0;
-  };
+  meta["read_bandwidth_gbs"] = bw.gbs;
 
   char date[32];
   const std::time_t now = std::time(nullptr);
@@ -204,47 +136,46 @@ int run(const BenchAttentionOptions& o) {
     meta["phi"] = o.phi;
     meta["follow"] = o.follow;
     nlohmann::json jr = nlohmann::json::array();
-    for (const Row& r : rows)
+    for (const AttentionBenchRecord& r : rows)
       jr.push_back({{"kind", r.kind}, {"dtype", r.dtype}, {"softmax", r.softmax},
-                    {"batch", r.batch}, {"length", r.length}, {"heads_q", r.hq},
-                    {"heads_kv", r.hkv}, {"us", r.r.us}, {"us_min", r.r.us_min},
-                    {"gbs", r.r.gbs()}, {"tflops", r.r.tflops()}, {"splits", r.r.splits},
-                    {"tiles", r.kind == "decode" ? (r.r.wide_tiles ? "wide" : "narrow") : "-"},
-                    {"layers_rotated", r.r.layers}, {"rows", r.r.rows},
-                    {"fallbacks", r.r.fallbacks}, {"gain_vs_sync", gain(r)}});
+                    {"batch", r.batch}, {"length", r.length}, {"heads_q", r.heads_q},
+                    {"heads_kv", r.heads_kv}, {"us", r.us}, {"us_min", r.us_min},
+                    {"gbs", r.gbs}, {"tflops", r.tflops}, {"splits", r.splits},
+                    {"tiles", r.kind == "decode" ? (r.wide_tiles ? "wide" : "narrow") : "-"},
+                    {"layers_rotated", r.layers}, {"rows", r.rows},
+                    {"fallbacks", r.fallbacks}, {"gain_vs_sync", r.gain_vs_sync}});
     meta["results"] = jr;
     std::puts(meta.dump(1).c_str());
     return 0;
   }
   fmt::print("fdpp bench-attention | {} | head_dim {} | φ {}{} | {}\n", gpu, o.head_dim, o.phi,
              o.follow ? " (follow)" : "", date);
-  fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", bw->gbs);
+  fmt::print("measured streaming read bandwidth: {:.0f} GB/s\n\n", bw.gbs);
   if (wants("decode")) {
     fmt::print("| decode | B | L | Hq/Hkv | softmax | µs | GB/s (K+V) | % read BW | splits | "
                "tiles | fallbacks | sync/unified |\n"
                "|--|--:|--:|--:|--|--:|--:|--:|--:|--|--:|--:|\n");
-    for (const Row& r : rows)
+    for (const AttentionBenchRecord& r : rows)
       if (r.kind == "decode")
         fmt::print("| {} | {} | {} | {}/{} | {} | {:.1f} | {:.0f} | {:.1f}% | {} | {} | {} | {} |\n",
-                   r.dtype, r.batch, r.length, r.hq, r.hkv, r.softmax, r.r.us, r.r.gbs(),
-                   100 * r.r.gbs() / bw->gbs, r.r.splits, r.r.wide_tiles ? "wide" : "narrow",
-                   r.softmax == "unified" ? fmt::format("{}/{}", r.r.fallbacks, r.r.rows) : "-",
-                   gain(r) > 0 ? fmt::format("{:.3f}×", gain(r)) : "");
+                   r.dtype, r.batch, r.length, r.heads_q, r.heads_kv, r.softmax, r.us, r.gbs,
+                   100 * r.gbs / bw.gbs, r.splits, r.wide_tiles ? "wide" : "narrow",
+                   r.softmax == "unified" ? fmt::format("{}/{}", r.fallbacks, r.rows) : "-",
+                   r.gain_vs_sync > 0 ? fmt::format("{:.3f}×", r.gain_vs_sync) : "");
   }
   if (wants("prefill")) {
     fmt::print("\n| prefill (causal) | B | L | Hq/Hkv | softmax | ms | TFLOP/s | fallbacks | "
                "sync/unified |\n|--|--:|--:|--:|--|--:|--:|--:|--:|\n");
-    for (const Row& r : rows)
+    for (const AttentionBenchRecord& r : rows)
       if (r.kind == "prefill")
         fmt::print("| {} (P {}) | {} | {} | {}/{} | {} | {:.3f} | {:.1f} | {} | {} |\n", r.dtype,
-                   r.dtype, r.batch, r.length, r.hq, r.hkv, r.softmax, r.r.us / 1e3,
-                   r.r.tflops(),
-                   r.softmax == "unified" ? fmt::format("{}/{}", r.r.fallbacks, r.r.rows) : "-",
-                   gain(r) > 0 ? fmt::format("{:.3f}×", gain(r)) : "");
+                   r.dtype, r.batch, r.length, r.heads_q, r.heads_kv, r.softmax, r.us / 1e3,
+                   r.tflops,
+                   r.softmax == "unified" ? fmt::format("{}/{}", r.fallbacks, r.rows) : "-",
+                   r.gain_vs_sync > 0 ? fmt::format("{:.3f}×", r.gain_vs_sync) : "");
   }
   return 0;
 }
-#endif
 
 }  // namespace
 
@@ -280,11 +211,9 @@ void add_bench_attention(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
   sub->callback([o, &exit_code] {
-#ifdef FDPP_HAVE_CUDA
-    exit_code = run(*o);
-#else
-    exit_code = fail("bench-attention needs a CUDA build (configure with -DFDPP_CUDA=ON)");
-#endif
+    exit_code = built_with_cuda()
+                    ? run(*o)
+                    : fail("bench-attention needs a CUDA build (configure with -DFDPP_CUDA=ON)");
   });
 }
 

@@ -15,15 +15,7 @@
 
 #include "commands.h"
 #include "gemm_cli.h"
-#include "model/config.h"
-#include "model/gemm_shapes.h"
-#ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/bench/gemm_bench.h"
-#include "backend/cuda/bench/read_bandwidth.h"
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/device_info.h"
-#include "backend/gemm_plan.h"
-#endif
+#include "fdpp/bench.h"
 
 namespace fdpp::cli {
 namespace {
@@ -42,25 +34,6 @@ struct BenchGemmOptions {
   int cublas_algos = 1;    // cuBLASLt heuristic answers timed (1: the library's pick only)
 };
 
-#ifdef FDPP_HAVE_CUDA
-
-// The built-in shape sets: Llama-2's published configurations.
-Result<ModelConfig> builtin_config(const std::string& name) {
-  ModelConfig c;
-  c.model_type = "llama";
-  c.head_dim = 128;
-  c.vocab_size = 32000;
-  if (name == "llama-2-7b") {
-    c.hidden_size = 4096, c.intermediate_size = 11008, c.num_layers = 32, c.num_heads = 32;
-  } else if (name == "llama-2-13b") {
-    c.hidden_size = 5120, c.intermediate_size = 13824, c.num_layers = 40, c.num_heads = 40;
-  } else {
-    return InvalidArgument("--shapes " + name + ": built-in sets are llama-2-7b and llama-2-13b");
-  }
-  c.num_kv_heads = c.num_heads;
-  return c;
-}
-
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -69,27 +42,14 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-std::string config_name(const ImplChoice& c) {
-  return c.impl == GemmImpl::kFlat ? kFlatConfigs[c.config].name : gemm_impl_name(c.impl);
-}
-
 int run_bench_gemm(const BenchGemmOptions& o) {
+  if (!built_with_cuda())
+    return fail("bench-gemm needs CUDA: this fdpp was built without it (-DFDPP_CUDA=ON)");
   // ---- what to measure ----
-  std::vector<std::pair<std::string, ModelConfig>> sets;
-  if (!o.model.empty()) {
-    auto c = load_model_config(o.model);
-    if (!c.ok()) return fail(c.status());
-    sets.emplace_back(o.model, *c);
-  } else {
-    for (const std::string& name : split_list(o.shapes)) {
-      auto c = builtin_config(name);
-      if (!c.ok()) return fail(c.status());
-      sets.emplace_back(name, *c);
-    }
-  }
-  cuda::GemmBenchOptions bo;
-  for (const auto& [set, cfg] : sets)
-    for (const GemmShape& s : gemm_shapes(cfg)) bo.shapes.push_back({set + ":" + s.name, s.n, s.k});
+  GemmBenchSpec bo;
+  auto shapes = gemm_bench_shapes(o.model, split_list(o.shapes));
+  if (!shapes.ok()) return fail(shapes.status());
+  bo.shapes = *shapes;
   auto ms = parse_id_list(o.ms);
   if (!ms.ok()) return fail(ms.status());
   bo.ms = *ms;
@@ -109,36 +69,16 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     else if (i == "cublas") bo.cublas = true;
     else return fail("--impls " + i + ": expected gemv, flat or cublas");
   }
-  DType dtype;
-  if (!parse_dtype(o.dtype, &dtype) || (dtype != DType::kF16 && dtype != DType::kBF16))
-    return fail("--dtype " + o.dtype + ": fp16 or bf16");
-  if (!cuda::cuda_device_available()) return fail("bench-gemm needs a CUDA device");
-
-  // ---- the ceiling, measured before anything else takes memory ----
-  cudaStream_t stream = nullptr;
-  if (cudaStreamCreate(&stream) != cudaSuccess) return fail("cannot create a CUDA stream");
-  auto bw = cuda::measure_read_bandwidth(stream);
-  cudaStreamDestroy(stream);
-  if (!bw.ok()) return fail(bw.status());
-  auto info = cuda::query_device_info(0);
-  if (!info.ok()) return fail(info.status());
-
-  cuda::CudaBackendOptions co;
-  co.activation_dtype = dtype;
-  co.pdl = o.pdl == "on";
-  auto be = cuda::make_cuda_backend(co);
-  if (!be.ok()) return fail(be.status());
-  auto results = cuda::run_gemm_bench(**be, bo, [](const cuda::GemmMeasurement& r) {
+  bo.dtype = o.dtype;
+  bo.pdl = o.pdl == "on";
+  auto report = bench_gemm(bo, [](const GemmBenchRecord& r) {
     std::fprintf(stderr, "bench-gemm: %s M=%d %s: %.2f us\n", r.shape.c_str(), r.m,
-                 impl_choice_name(r.choice).c_str(), r.us);
+                 r.choice.c_str(), r.us);
   });
-  if (!results.ok()) return fail(results.status());
-
-  // cuBLASLt per (shape, M), for the speedups.
-  std::map<std::pair<std::string, int>, double> cublas_us;
-  for (const auto& r : *results)
-    // The "× cuBLASLt" reference is the library's own pick (its heuristic's first answer).
-    if (r.choice.impl == GemmImpl::kCublas && r.choice.algo == 0) cublas_us[{r.shape, r.m}] = r.us;
+  if (!report.ok()) return fail(report.status());
+  const DeviceInfo& info = report->gpu;
+  const ReadBandwidth& bw = report->bandwidth;
+  const std::vector<GemmBenchRecord>& results = report->records;
 
   char date[32];
   const std::time_t now = std::time(nullptr);
@@ -146,37 +86,34 @@ int run_bench_gemm(const BenchGemmOptions& o) {
 
   {
     nlohmann::json j;
-    j["gpu"] = info->name;
-    j["device"] = info->summary();
-    j["sm_count"] = info->sm_count;
-    j["compute_capability"] = fmt::format("{}.{}", info->cc_major, info->cc_minor);
-    j["cuda_runtime"] = info->runtime_version;
+    j["gpu"] = info.name;
+    j["device"] = info.summary;
+    j["sm_count"] = info.sm_count;
+    j["compute_capability"] = fmt::format("{}.{}", info.cc_major, info.cc_minor);
+    j["cuda_runtime"] = info.runtime_version;
     j["date"] = date;
-    j["dtype"] = dtype_name(dtype);
-    j["read_bandwidth_gbs"] = bw->gbs;
-    j["read_bandwidth_best_gbs"] = bw->best_gbs;
+    j["dtype"] = report->dtype;
+    j["read_bandwidth_gbs"] = bw.gbs;
+    j["read_bandwidth_best_gbs"] = bw.best_gbs;
     j["method"] = "median per-call time in a CUDA graph of back-to-back calls rotating through "
                   "weight copies spanning >= 512 MB (L2 cannot serve repeats); random data";
     nlohmann::json cfgs = nlohmann::json::array();
-    for (int i = 0; i < kFlatConfigCount; ++i) {
-      const FlatConfigDesc& c = kFlatConfigs[i];
-      cfgs.push_back({{"id", i}, {"name", c.name}, {"block_n", c.block_n}, {"block_k", c.block_k},
+    for (const FlatConfigInfo& c : report->flat_configs)
+      cfgs.push_back({{"id", c.id}, {"name", c.name}, {"block_n", c.block_n}, {"block_k", c.block_k},
                       {"warps_n", c.warps_n}, {"warps_k", c.warps_k}, {"stages", c.stages},
-                      {"max_m", c.max_m()}, {"smem_bytes", c.smem_bytes()}});
-    }
+                      {"max_m", c.max_m}, {"smem_bytes", c.smem_bytes}});
     j["flat_configs"] = cfgs;
     nlohmann::json rs = nlohmann::json::array();
-    for (const auto& r : *results) {
+    for (const auto& r : results) {
       nlohmann::json e = {{"shape", r.shape}, {"n", r.n}, {"k", r.k}, {"m", r.m},
-                          {"impl", gemm_impl_name(r.choice.impl)}, {"config", r.choice.config},
-                          {"config_name", config_name(r.choice)}, {"splits", r.choice.splits},
-                          {"algo", r.choice.algo},
+                          {"impl", r.impl}, {"config", r.config},
+                          {"config_name", r.config_name}, {"splits", r.splits},
+                          {"algo", r.algo},
                           {"planned", r.planned},
                           {"us", r.us}, {"us_min", r.us_min}, {"bytes", r.bytes},
-                          {"gbs", r.gbs()}, {"tflops", r.tflops()},
-                          {"pct_read_bw", 100.0 * r.gbs() / bw->gbs}};
-      if (auto it = cublas_us.find({r.shape, r.m}); it != cublas_us.end())
-        e["speedup_vs_cublas"] = it->second / r.us;
+                          {"gbs", r.gbs}, {"tflops", r.tflops},
+                          {"pct_read_bw", 100.0 * r.gbs / bw.gbs}};
+      if (r.cublas_us) e["speedup_vs_cublas"] = *r.cublas_us / r.us;
       rs.push_back(e);
     }
     j["results"] = rs;
@@ -192,22 +129,22 @@ int run_bench_gemm(const BenchGemmOptions& o) {
   }
 
   // ---- markdown: one table per shape, one row per M, the fastest in bold ----
-  fmt::print("fdpp bench-gemm | {} | {} | {}\n", info->summary(), dtype_name(dtype), date);
+  fmt::print("fdpp bench-gemm | {} | {} | {}\n", info.summary, report->dtype, date);
   fmt::print("measured streaming read bandwidth: {:.0f} GB/s (best {:.0f}); times are µs per call, "
              "median over {} graph replays, L2 defeated by rotating weight copies\n",
-             bw->gbs, bw->best_gbs, o.reps);
+             bw.gbs, bw.best_gbs, o.reps);
   std::vector<std::string> columns;  // implementation columns, in run order
-  for (const auto& r : *results)
-    if (std::find(columns.begin(), columns.end(), config_name(r.choice)) == columns.end())
-      columns.push_back(config_name(r.choice));
+  for (const auto& r : results)
+    if (std::find(columns.begin(), columns.end(), r.config_name) == columns.end())
+      columns.push_back(r.config_name);
   std::vector<std::string> shape_order;
-  for (const auto& r : *results)
+  for (const auto& r : results)
     if (std::find(shape_order.begin(), shape_order.end(), r.shape) == shape_order.end())
       shape_order.push_back(r.shape);
   for (const std::string& shape : shape_order) {
     int64_t n = 0, k = 0;
-    std::map<int, std::vector<const cuda::GemmMeasurement*>> by_m;
-    for (const auto& r : *results)
+    std::map<int, std::vector<const GemmBenchRecord*>> by_m;
+    for (const auto& r : results)
       if (r.shape == shape) by_m[r.m].push_back(&r), n = r.n, k = r.k;
     fmt::print("\n### {} [N={}, K={}] ({:.1f} MB of weights)\n\n", shape, n, k, 2.0 * n * k / 1e6);
     fmt::print("| M |");
@@ -216,33 +153,24 @@ int run_bench_gemm(const BenchGemmOptions& o) {
     for (size_t i = 0; i < columns.size(); ++i) fmt::print("--:|");
     fmt::print(":--|--:|--:|--:|--:|\n");
     for (const auto& [m, rs] : by_m) {
-      const cuda::GemmMeasurement* best = *std::min_element(
+      const GemmBenchRecord* best = *std::min_element(
           rs.begin(), rs.end(), [](auto* a, auto* b) { return a->us < b->us; });
       fmt::print("| {} |", m);
       for (const auto& c : columns) {
-        const cuda::GemmMeasurement* cell = nullptr;
+        const GemmBenchRecord* cell = nullptr;
         for (auto* r : rs)  // the fastest split of this implementation
-          if (config_name(r->choice) == c && (cell == nullptr || r->us < cell->us)) cell = r;
+          if (r->config_name == c && (cell == nullptr || r->us < cell->us)) cell = r;
         if (cell == nullptr) fmt::print(" - |");
         else if (cell == best) fmt::print(" **{:.2f}** |", cell->us);
         else fmt::print(" {:.2f} |", cell->us);
       }
-      const auto it = cublas_us.find({shape, m});
-      fmt::print(" {} | {:.0f} | {:.1f}% | {:.1f} | {} |\n", impl_choice_name(best->choice),
-                 best->gbs(), 100.0 * best->gbs() / bw->gbs, best->tflops(),
-                 it != cublas_us.end() ? fmt::format("{:.2f}", it->second / best->us) : "-");
+      fmt::print(" {} | {:.0f} | {:.1f}% | {:.1f} | {} |\n", best->choice,
+                 best->gbs, 100.0 * best->gbs / bw.gbs, best->tflops,
+                 best->cublas_us ? fmt::format("{:.2f}", *best->cublas_us / best->us) : "-");
     }
   }
   return 0;
 }
-
-#else
-
-int run_bench_gemm(const BenchGemmOptions&) {
-  return fail("bench-gemm needs CUDA: this fdpp was built without it (-DFDPP_CUDA=ON)");
-}
-
-#endif
 
 }  // namespace
 

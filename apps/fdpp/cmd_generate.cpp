@@ -1,6 +1,7 @@
 // fdpp generate: text (or ids) in, streamed text out, then the speed.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -10,8 +11,7 @@
 #include "softmax_cli.h"
 #include "fdpp/embedded_model.h"
 #include "fdpp/engine.h"
-#include "model/config.h"
-#include "tokenizer/tokenizer.h"
+#include "fdpp/tokenizer.h"
 
 namespace fdpp::cli {
 namespace {
@@ -60,7 +60,7 @@ int run_generate(GenerateOptions o) {
   auto engine_or = Engine::create(eo);
   if (!engine_or.ok()) return fail(engine_or.status());
   Engine& engine = **engine_or;
-  const Tokenizer* tok = engine.tokenizer();
+  const std::optional<TokenizerHandle> tok = engine.tokenizer_handle();
 
   std::vector<int> prompt;
   if (!o.prompt_ids.empty()) {

@@ -1,16 +1,12 @@
 // fdpp info: what a model folder holds and what running it costs, without
 // loading the weights.
 #include <cstdio>
-#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "model/config.h"
-#include "model/gemm_shapes.h"
-#include "model/safetensors.h"
-#include "model/weights.h"
+#include "fdpp/model_info.h"
 
 namespace fdpp::cli {
 namespace {
@@ -24,69 +20,65 @@ struct InfoOptions {
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
 int run_info(const InfoOptions& o) {
-  auto cfg_or = load_model_config(o.model);
-  if (!cfg_or.ok()) return fail(cfg_or.status());
-  const ModelConfig& c = *cfg_or;
-  auto st = SafetensorsModel::open(o.model);
-  if (!st.ok()) return fail(st.status());
-  std::map<std::string, int> file_dtypes;
-  for (const auto& t : st->tensors()) ++file_dtypes[t.dtype_name];
-
+  auto info = read_model_info(o.model);
+  if (!info.ok()) return fail(info.status());
+  const ModelSummary& c = info->model;
   const int ctx = o.ctx > 0 ? o.ctx : c.max_position_embeddings;
-  const WeightPlan plan16 = plan_weights(c, DType::kF16);
-  const double kv_bytes_per_token = 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * 2;  // k and v, fp16
-  const auto shapes = gemm_shapes(c);
+  const double kv_bytes_per_token = info->kv_cache_bytes_per_token_fp16;
 
   if (o.json) {
     nlohmann::json j;
-    j["architecture"] = architecture_name(c.arch);
+    j["architecture"] = c.architecture;
     j["model_type"] = c.model_type;
-    j["layers"] = c.num_layers;
+    j["layers"] = c.layers;
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
-    j["heads"] = c.num_heads;
-    j["kv_heads"] = c.num_kv_heads;
+    j["heads"] = c.heads;
+    j["kv_heads"] = c.kv_heads;
     j["head_dim"] = c.head_dim;
-    j["rotary_dim"] = c.rotary_dim();
+    j["rotary_dim"] = c.rotary_dim;
     j["vocab_size"] = c.vocab_size;
     j["max_position_embeddings"] = c.max_position_embeddings;
-    j["parameters"] = plan16.num_params;
-    j["checkpoint_tensors"] = st->size();
-    j["checkpoint_bytes"] = st->total_bytes();
-    j["checkpoint_dtypes"] = file_dtypes;
-    j["weight_bytes_fp16"] = plan16.total_bytes;
+    j["parameters"] = info->parameters;
+    j["checkpoint_tensors"] = info->checkpoint_tensors;
+    j["checkpoint_bytes"] = info->checkpoint_bytes;
+    j["checkpoint_dtypes"] = info->checkpoint_dtypes;
+    j["weight_bytes_fp16"] = info->weight_bytes_fp16;
     j["kv_cache_bytes_per_token_fp16"] = kv_bytes_per_token;
     nlohmann::json gs = nlohmann::json::array();
-    for (const auto& s : shapes) gs.push_back({{"name", s.name}, {"n", s.n}, {"k", s.k}, {"count", s.count}});
+    for (const auto& s : info->gemm_shapes)
+      gs.push_back({{"name", s.name}, {"n", s.n}, {"k", s.k}, {"count", s.count}});
     j["gemm_shapes"] = gs;
     std::puts(j.dump(1).c_str());
     return 0;
   }
   std::string dtypes;
-  for (const auto& [d, n] : file_dtypes) dtypes += fmt::format("{}{} x{}", dtypes.empty() ? "" : ", ", d, n);
+  for (const auto& [d, n] : info->checkpoint_dtypes)
+    dtypes += fmt::format("{}{} x{}", dtypes.empty() ? "" : ", ", d, n);
   fmt::print("model          {}\n", o.model);
-  fmt::print("architecture   {} (model_type {})\n", architecture_name(c.arch), c.model_type);
-  fmt::print("layers         {}, hidden {}, intermediate {}\n", c.num_layers, c.hidden_size, c.intermediate_size);
+  fmt::print("architecture   {} (model_type {})\n", c.architecture, c.model_type);
+  fmt::print("layers         {}, hidden {}, intermediate {}\n", c.layers, c.hidden_size, c.intermediate_size);
   const std::string positions =
-      c.position == PositionKind::kLearned
+      c.learned_positions
           ? std::string("learned positions")
-          : fmt::format("rotary {}{} ({}), theta {}", c.rotary_dim(),
-                        c.rope.interleaved ? " interleaved" : "", c.rope.type, c.rope.theta);
-  fmt::print("attention      {} heads, {} KV heads (group {}), head_dim {}, {}\n", c.num_heads,
-             c.num_kv_heads, c.num_heads / c.num_kv_heads, c.head_dim, positions);
+          : fmt::format("rotary {}{} ({}), theta {}", c.rotary_dim,
+                        c.rope_interleaved ? " interleaved" : "", c.rope_type, c.rope_theta);
+  fmt::print("attention      {} heads, {} KV heads (group {}), head_dim {}, {}\n", c.heads,
+             c.kv_heads, c.heads / c.kv_heads, c.head_dim, positions);
   fmt::print("blocks         {}-{}, {} MLP ({}), biases: qkv {} o {} mlp {}\n",
-             c.norm_before ? "pre" : "post", c.norm == NormKind::kLayer ? "LayerNorm" : "RMSNorm",
+             c.norm_before ? "pre" : "post", c.norm,
              c.gated_mlp ? "gated" : "plain", c.hidden_act, c.attention_bias ? "yes" : "no",
              c.o_bias ? "yes" : "no", c.mlp_bias ? "yes" : "no");
   fmt::print("vocab          {}, max positions {}, tied embeddings {}\n", c.vocab_size,
              c.max_position_embeddings, c.tie_word_embeddings ? "yes" : "no");
-  fmt::print("parameters     {:.3f} B ({})\n", plan16.num_params / 1e9, plan16.num_params);
-  fmt::print("checkpoint     {} tensors, {} ({})\n", st->size(), gib(st->total_bytes()), dtypes);
+  fmt::print("parameters     {:.3f} B ({})\n", info->parameters / 1e9, info->parameters);
+  fmt::print("checkpoint     {} tensors, {} ({})\n", info->checkpoint_tensors,
+             gib(info->checkpoint_bytes), dtypes);
   fmt::print("memory         weights {} in fp16/bf16, {} in fp32; KV cache {} KiB per token, {} at ctx {}\n",
-             gib(plan16.total_bytes), gib(plan_weights(c, DType::kF32).total_bytes),
+             gib(info->weight_bytes_fp16), gib(info->weight_bytes_fp32),
              kv_bytes_per_token / 1024, gib(kv_bytes_per_token * ctx), ctx);
   fmt::print("GEMM shapes    y[M,N] = x[M,K] · W[N,K]ᵀ\n");
-  for (const auto& s : shapes)
+  for (const auto& s : info->gemm_shapes)
     fmt::print("  {:<11} N {:>6}  K {:>6}  x{}\n", s.name, s.n, s.k, s.count);
   return 0;
 }

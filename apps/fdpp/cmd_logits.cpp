@@ -9,7 +9,6 @@
 #include "gemm_cli.h"
 #include "softmax_cli.h"
 #include "fdpp/engine.h"
-#include "model/config.h"
 
 namespace fdpp::cli {
 namespace {
@@ -72,7 +71,7 @@ int run_logits(const LogitsOptions& o) {
   if (!out) return fail("cannot write " + o.out);
   nlohmann::json lengths = nlohmann::json::array();
   for (const auto& s : seqs) lengths.push_back(s.size());
-  std::puts(nlohmann::json{{"vocab", (*engine)->config().vocab_size}, {"lengths", lengths},
+  std::puts(nlohmann::json{{"vocab", (*engine)->summary().vocab_size}, {"lengths", lengths},
                            {"mode", o.mode}, {"device", eo.device}, {"out", o.out}}
                 .dump()
                 .c_str());

@@ -6,8 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "model/config.h"
-#include "tokenizer/tokenizer.h"
+#include "fdpp/tokenizer.h"
 
 namespace fdpp::cli {
 namespace {
@@ -24,7 +23,7 @@ struct TokenizeOptions {
 
 // --input-jsonl: one JSON string per line in, one {"ids", "pieces", "decoded"} per line out
 // (scripts/tokenizer_compare.py feeds hundreds of strings through one process this way).
-int run_batch(const Tokenizer& t, const TokenizeOptions& o) {
+int run_batch(const TokenizerHandle& t, const TokenizeOptions& o) {
   std::ifstream in(o.input_jsonl, std::ios::binary);
   if (!in) return fail("cannot open " + o.input_jsonl);
   std::string line;
@@ -35,7 +34,7 @@ int run_batch(const Tokenizer& t, const TokenizeOptions& o) {
     auto ids = t.encode(j.get<std::string>(), !o.no_bos && t.add_bos_by_default());
     if (!ids.ok()) return fail(ids.status().with_context(o.input_jsonl + ":" + std::to_string(n)));
     nlohmann::json pieces = nlohmann::json::array();
-    for (int id : *ids) pieces.push_back(t.token_text(id));
+    for (int id : *ids) pieces.push_back(t.piece(id));
     // Invalid UTF-8 in a piece (a byte-level token's half character) is replaced, not thrown on.
     std::puts(nlohmann::json{{"ids", *ids}, {"pieces", pieces}, {"decoded", t.decode(*ids)}}
                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -47,11 +46,9 @@ int run_batch(const Tokenizer& t, const TokenizeOptions& o) {
 int run_tokenize(const TokenizeOptions& o) {
   if ((!o.text.empty()) + (!o.decode.empty()) + (!o.input_jsonl.empty()) != 1)
     return fail("give text (-p), ids to decode (--decode) or --input-jsonl, exactly one");
-  auto cfg = load_model_config(o.model);
-  if (!cfg.ok()) return fail(cfg.status());
-  auto tok = load_tokenizer(o.model, *cfg);
+  auto tok = TokenizerHandle::load(o.model);
   if (!tok.ok()) return fail(tok.status());
-  const Tokenizer& t = **tok;
+  const TokenizerHandle& t = *tok;
   if (!o.input_jsonl.empty()) return run_batch(t, o);
 
   if (!o.decode.empty()) {
@@ -70,10 +67,10 @@ int run_tokenize(const TokenizeOptions& o) {
   if (!ids.ok()) return fail(ids.status());
   if (o.json) {
     nlohmann::json pieces = nlohmann::json::array();
-    for (int id : *ids) pieces.push_back(t.token_text(id));
+    for (int id : *ids) pieces.push_back(t.piece(id));
     std::puts(nlohmann::json{{"ids", *ids}, {"pieces", pieces}}.dump().c_str());
   } else if (o.pieces) {
-    for (int id : *ids) std::printf("%6d  %s\n", id, t.token_text(id).c_str());
+    for (int id : *ids) std::printf("%6d  %s\n", id, t.piece(id).c_str());
   } else {
     for (size_t i = 0; i < ids->size(); ++i) std::printf(i ? ",%d" : "%d", (*ids)[i]);
     std::printf("\n");

@@ -1,6 +1,6 @@
 #include "gemm_cli.h"
 
-#include "backend/gemm_plan.h"
+#include "fdpp/bench.h"
 
 namespace fdpp::cli {
 
@@ -36,7 +36,7 @@ void add_cublas_algos_option(CLI::App* sub, int& cublas_algos) {
   sub->add_option("--cublas-algos", cublas_algos,
                   "time cuBLASLt's first N heuristic answers and keep the fastest (1: the "
                   "library's own pick)")
-      ->check(CLI::Range(1, kMaxCublasAlgo + 1))
+      ->check(CLI::Range(1, max_cublas_algo() + 1))
       ->capture_default_str();
 }
 

@@ -26,7 +26,7 @@ void apply_gemm_options(const GemmCliOptions& o, EngineOptions* eo);
 // changes how each GEMM overlaps its neighbours; also on bench-gemm and tune).
 void add_pdl_option(CLI::App* sub, std::string& pdl);
 // --cublas-algos N: cuBLASLt's first N heuristic answers are timed (bench-gemm and tune);
-// CLI11 refuses values outside 1..kMaxCublasAlgo + 1.
+// CLI11 refuses values outside 1..max_cublas_algo() + 1.
 void add_cublas_algos_option(CLI::App* sub, int& cublas_algos);
 
 }  // namespace fdpp::cli

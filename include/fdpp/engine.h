@@ -8,11 +8,15 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fdpp/device.h"
+#include "fdpp/model_info.h"
 #include "fdpp/status.h"
+#include "fdpp/tokenizer.h"
 
 namespace fdpp {
 
@@ -106,15 +110,17 @@ struct SoftmaxStats {
 // character or a possible stop string is held back).
 using TokenCallback = std::function<void(int seq, int token, std::string_view text)>;
 
-// True when fdpp was built with CUDA and a CUDA device can be used.
-bool cuda_available();
-
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+
+  // The loaded model's architecture (what the apps print; config() is the library's view).
+  ModelSummary summary() const;
+  // The folder's tokenizer, valid while the engine lives; nullopt when the folder has none.
+  std::optional<TokenizerHandle> tokenizer_handle() const;
 
   const ModelConfig& config() const;
   const Tokenizer* tokenizer() const;  // nullptr when the folder has none
