@@ -17,7 +17,8 @@
 #include "common/stories_reference.h"
 #include "common/test_util.h"
 #include "fdpp/engine.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "e2e/e2e_util.h"
 #include "model/config.h"
 
 namespace fdpp {
