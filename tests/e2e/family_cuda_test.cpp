@@ -1,9 +1,9 @@
 // OPT and ChatGLM2 on the CUDA backend against the CPU backend's forward of the same
 // tiny random models (tests/common/tiny_models.h; the CPU forward itself is checked
-// against a double-precision reference in tests/cpu/test_family_end_to_end.cpp):
+// against a double-precision reference in family_test.cpp):
 // teacher-forced logits in fp16 and bf16, greedy ids in fp16, and the decode path
 // (batched, CUDA graphs) against the prefill path. Head dims 64 (the fast attention
-// kernels) and 12/16 (the generic ones).
+// kernels) and 12/16 (the generic ones). Builds into gpu_test_e2e only (e2e_util.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 #include "common/test_util.h"
 #include "common/tiny_models.h"
 #include "fdpp/engine.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
 
 namespace fdpp {
 namespace {

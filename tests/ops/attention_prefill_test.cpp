@@ -29,7 +29,8 @@
 #include "backend/backend.h"
 #include "backend/cuda/attention/prefill.h"
 #include "core/half.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "ops/op_harness.h"
 
 namespace fdpp {
 namespace {
@@ -210,11 +211,10 @@ void run_gpu(const Problem& p, uint16_t garbage, std::vector<uint16_t>* out_bits
 // (head_dim, dtype, GQA ratio, start_pos, T)
 using SweepParam = test::PrefillSweepParam;  // D, dtype, GQA, start_pos, T
 
-class PrefillSweep : public ::testing::TestWithParam<SweepParam> {};
-
-TEST_P(PrefillSweep, MatchesCpuWithinTwicePlainError) {
-  FDPP_REQUIRE_GPU();
-  const auto [D, dt, ratio, start_pos, T] = GetParam();
+// One case of the old PrefillSweep.MatchesCpuWithinTwicePlainError: the harness's
+// attention_prefill cases.
+void check_prefill_sweep(const SweepParam& param) {
+  const auto [D, dt, ratio, start_pos, T] = param;
   const int n_kv = 2;
   const Problem p = make_problem(dt, T, start_pos, n_kv * ratio, n_kv, D,
                                  /*seed=*/1000u * T + 10u * D + ratio + start_pos);
@@ -240,8 +240,13 @@ TEST_P(PrefillSweep, MatchesCpuWithinTwicePlainError) {
               ratio, start_pos, T, err, err_plain);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sweep, PrefillSweep, test::prefill_sweep_values(),
-                         test::prefill_sweep_name);
+void add_prefill_cases(std::vector<test::OpCase>& cases) {
+  for (const SweepParam& param : test::prefill_sweep_params())
+    cases.push_back({"attention_prefill", test::prefill_sweep_shape(param),
+                     std::get<1>(param),
+                     [=](test::OpEnv&) { check_prefill_sweep(param); }, {}});
+}
+FDPP_REGISTER_OP_CASES(add_prefill_cases);
 
 // Odd head dims go to the generic kernel too; 256 is its upper end (and 2 the lower).
 TEST(PrefillGeneric, OtherHeadDims) {

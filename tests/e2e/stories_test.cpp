@@ -1,5 +1,8 @@
-// End to end on the CPU with the real trained stories260K: greedy ids and text
-// equal the transformers reference, teacher-forced logits match it to 1e-4.
+// stories260K end to end, against the transformers reference (greedy ids and text equal
+// it, teacher-forced logits match it to 1e-4: fp32 activations, so the CPU target), and
+// the engine's request handling (context full, bad requests, a missing or corrupt model),
+// which does not depend on the device and so runs on every target. The CUDA targets'
+// precision, graph, PDL and GEMM-policy checks: stories_cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +14,7 @@
 #include "model/config.h"
 #include "common/stories_reference.h"
 #include "common/test_util.h"
+#include "e2e/e2e_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {
@@ -19,14 +23,32 @@ namespace {
 using Reference = test::StoriesReference;
 Reference load_reference() { return test::load_stories_reference(); }
 
-std::unique_ptr<Engine> make_engine(EngineOptions o = {}) {
-  o.model_dir = test::models_dir() / "stories260K";
-  auto e = Engine::create(o);
-  EXPECT_TRUE(e.ok()) << e.status().to_string();
-  return e.ok() ? std::move(e).value() : nullptr;
-}
+// An engine on stories260K on the test's target.
+class StoriesTest : public ::testing::TestWithParam<test::E2eTarget> {
+ protected:
+  void SetUp() override { FDPP_E2E_REQUIRE_TARGET(GetParam()); }
+  std::unique_ptr<Engine> make_engine(EngineOptions o = {}) {
+    o.model_dir = test::models_dir() / "stories260K";
+    auto e = Engine::create(GetParam().apply(o));
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    return e.ok() ? std::move(e).value() : nullptr;
+  }
+};
 
-TEST(EndToEnd, GreedyIdsAndTextEqualTheReference) {
+// Checks against the fp32 reference: the CPU target.
+class EndToEnd : public StoriesTest {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EndToEnd);
+INSTANTIATE_TEST_SUITE_P(Targets, EndToEnd, ::testing::ValuesIn(test::e2e_targets({test::kCpu})),
+                         test::e2e_target_name);
+
+// Request handling: every target.
+class EndToEndRequests : public StoriesTest {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EndToEndRequests);
+INSTANTIATE_TEST_SUITE_P(Targets, EndToEndRequests,
+                         ::testing::ValuesIn(test::e2e_targets({test::kCpu, test::kCudaFp16})),
+                         test::e2e_target_name);
+
+TEST_P(EndToEnd, GreedyIdsAndTextEqualTheReference) {
   const Reference ref = load_reference();
   ASSERT_EQ(ref.sequence.size(), 65u);
   auto engine = make_engine();
@@ -47,7 +69,7 @@ TEST(EndToEnd, GreedyIdsAndTextEqualTheReference) {
   EXPECT_EQ((*out)[0].finish, FinishReason::kLength);
 }
 
-TEST(EndToEnd, TeacherForcedLogitsMatchTheReference) {
+TEST_P(EndToEnd, TeacherForcedLogitsMatchTheReference) {
   const Reference ref = load_reference();
   auto engine = make_engine();
   ASSERT_TRUE(engine);
@@ -61,7 +83,7 @@ TEST(EndToEnd, TeacherForcedLogitsMatchTheReference) {
   EXPECT_GT(max_err, 0.0f) << "bit-identical logits from a different implementation: suspicious";
 }
 
-TEST(EndToEnd, ChunkedPrefillGivesTheSameLogits) {
+TEST_P(EndToEnd, ChunkedPrefillGivesTheSameLogits) {
   const Reference ref = load_reference();
   EngineOptions o;
   o.prefill_chunk = 7;  // 64 tokens in 10 chunks: attention must read earlier chunks from the cache
@@ -75,7 +97,7 @@ TEST(EndToEnd, ChunkedPrefillGivesTheSameLogits) {
   EXPECT_LE(max_err, 1e-4f);
 }
 
-TEST(EndToEnd, BatchedDecodeEqualsSingleSequences) {
+TEST_P(EndToEnd, BatchedDecodeEqualsSingleSequences) {
   const Reference ref = load_reference();
   EngineOptions o;
   o.max_batch = 3;
@@ -98,7 +120,7 @@ TEST(EndToEnd, BatchedDecodeEqualsSingleSequences) {
                          ref.sequence.begin() + 20));
 }
 
-TEST(EndToEnd, SameSeedSameTextOtherSeedOtherText) {
+TEST_P(EndToEnd, SameSeedSameTextOtherSeedOtherText) {
   auto engine = make_engine();
   ASSERT_TRUE(engine);
   auto prompt = engine->tokenize("Once upon a time");
@@ -121,7 +143,7 @@ TEST(EndToEnd, SameSeedSameTextOtherSeedOtherText) {
   EXPECT_EQ(a.size(), 40u);
 }
 
-TEST(EndToEnd, StopStringEndsGenerationBeforeIt) {
+TEST_P(EndToEnd, StopStringEndsGenerationBeforeIt) {
   const Reference ref = load_reference();
   auto engine = make_engine();
   ASSERT_TRUE(engine);
@@ -137,7 +159,7 @@ TEST(EndToEnd, StopStringEndsGenerationBeforeIt) {
   EXPECT_EQ(streamed, (*out)[0].text);
 }
 
-TEST(EndToEnd, ContextFullEndsGeneration) {
+TEST_P(EndToEndRequests, ContextFullEndsGeneration) {
   EngineOptions o;
   o.context = 8;
   auto engine = make_engine(o);
@@ -149,7 +171,7 @@ TEST(EndToEnd, ContextFullEndsGeneration) {
   EXPECT_EQ((*out)[0].prompt_ids.size() + (*out)[0].output_ids.size(), 9u);
 }
 
-TEST(EndToEnd, BadRequestsAreClearErrors) {
+TEST_P(EndToEndRequests, BadRequestsAreClearErrors) {
   EngineOptions o;
   o.context = 16;
   auto engine = make_engine(o);
@@ -169,15 +191,17 @@ TEST(EndToEnd, BadRequestsAreClearErrors) {
   EXPECT_FALSE(empty.ok());
 }
 
-TEST(EndToEnd, MissingOrCorruptModelIsAnError) {
-  EngineOptions o;
-  o.model_dir = test::scratch_dir("e2e_missing") / "nothing_here";
+TEST_P(EndToEndRequests, MissingOrCorruptModelIsAnError) {
+  // (The target's options, and scratch directories of its own: the CPU and the CUDA
+  // instances may run at once.)
+  EngineOptions o = GetParam().apply({});
+  o.model_dir = test::scratch_dir("e2e_missing_" + GetParam().name()) / "nothing_here";
   auto e = Engine::create(o);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kNotFound);
 
   // A truncated weights file: the header claims more data than there is.
-  const auto dir = test::scratch_dir("e2e_corrupt");
+  const auto dir = test::scratch_dir("e2e_corrupt_" + GetParam().name());
   for (const auto& f : std::filesystem::directory_iterator(test::models_dir() / "stories260K"))
     if (f.is_regular_file()) std::filesystem::copy_file(f.path(), dir / f.path().filename());
   const std::string weights = test::read_file(dir / "model.safetensors");

@@ -7,6 +7,11 @@
 //
 // The cache holds NaN at every position past a sequence's length and in every
 // unused slot: a kernel that reads one key too many returns NaN and fails.
+//
+// The three sweeps (the main one, the other shapes, the tensor-core groups) are the
+// harness's attention_decode cases (op_harness.h); the TESTs here are the checks that are
+// not one launch against the reference: the split heuristic, bad inputs, graph replay and
+// the workspace refused while capturing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,7 +29,8 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/attention/split_plan.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "ops/op_harness.h"
 
 namespace fdpp {
 namespace {
@@ -93,8 +99,13 @@ void plain_decode(DecodeData& s, DType dt) {
     }
 }
 
-class CudaDecode : public test::CpuAndCudaBackends {
- protected:
+// The decode cases' machinery on a pair of backends: the harness's (OpEnv) or a fixture's.
+class DecodeRunner {
+ public:
+  DecodeRunner(Backend* cpu, cuda::CudaBackend* gpu, DType dtype)
+      : cpu_(cpu), gpu_(gpu), dtype_(dtype) {}
+  DType dt() const { return dtype_; }
+
   // Caches (CPU f32 and GPU dtype, the same rounded values), q, slots and lengths.
   void prepare(const DecodeCase& c, DecodeData* s, uint32_t seed) {
     s->c = c;
@@ -203,6 +214,22 @@ class CudaDecode : public test::CpuAndCudaBackends {
     gpu_->set_decode_splits_override(0);
   }
 
+  Backend* cpu_;
+  cuda::CudaBackend* gpu_;
+  DType dtype_;
+};
+
+class CudaDecode : public test::CpuAndCudaBackends {
+ protected:
+  DecodeRunner runner() const { return {cpu_.get(), gpu_.get(), dt()}; }
+  void prepare(const DecodeCase& c, DecodeData* s, uint32_t seed) { runner().prepare(c, s, seed); }
+  void upload_and_reference(DecodeData* s) { runner().upload_and_reference(s); }
+  AttentionDecodeArgs gpu_args(const DecodeData& s, int max_length, const Tensor& out) const {
+    return runner().gpu_args(s, max_length, out);
+  }
+  void run(const DecodeData& s, int max_length, int splits, const std::string& what) {
+    runner().run(s, max_length, splits, what);
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaDecode, ::testing::Values(DType::kF16, DType::kBF16),
@@ -213,95 +240,143 @@ std::string case_name(const DecodeCase& c) {
                      fmt::join(c.lengths, " "));
 }
 
-TEST_P(CudaDecode, Sweep) {
-  int offset = 0;
-  uint32_t seed = 1000;
-  for (int D : {8, 64, 128, 256})
-    for (int group : {1, 2, 4, 8})
-      for (int batch : {1, 3, 8}) {
-        DecodeCase c;
-        c.batch = batch;
-        c.group = group;
-        c.head_dim = D;
-        for (int b = 0; b < batch; ++b) c.lengths.push_back(kLengths[(b + offset) % 6]);
-        ++offset;
-        DecodeData s;
-        prepare(c, &s, seed += 10);
-        if (HasFatalFailure()) return;
-        run_all(s, case_name(c));
-        if (HasFatalFailure()) return;
-      }
+// One launch set (run_all: the heuristic, 1, 7, 40 and the most splits) of one case.
+void check_decode(test::OpEnv& env, const DecodeCase& c, uint32_t seed, const std::string& name,
+                  cuda::CudaBackend::DecodeTiles tiles) {
+  DecodeRunner r(env.cpu.get(), env.gpu.get(), env.dtype);
+  DecodeData s;
+  r.prepare(c, &s, seed);
+  if (::testing::Test::HasFatalFailure()) return;
+  r.gpu_->set_decode_tiles_override(tiles);
+  r.run_all(s, name);
+  r.gpu_->set_decode_tiles_override(cuda::CudaBackend::DecodeTiles::kAuto);
 }
 
-TEST_P(CudaDecode, OtherShapes) {
-  std::vector<DecodeCase> cases;
-  DecodeCase c;
-  c = {};  // GQA groups above 8 take several CTAs per KV head
-  c.batch = 2, c.n_kv = 1, c.group = 12, c.head_dim = 128, c.lengths = {97, 1025};
-  cases.push_back(c);
-  c = {};
-  c.batch = 3, c.n_kv = 2, c.group = 16, c.head_dim = 64, c.lengths = {1025, 1, 65};
-  cases.push_back(c);
-  c = {};
-  c.batch = 2, c.n_kv = 3, c.group = 9, c.head_dim = 8, c.lengths = {63, 2};
-  cases.push_back(c);
-  for (int D : {2, 40, 96}) {  // head dims without a template: the generic kernel
-    c = {};
-    c.batch = 3, c.n_kv = 2, c.group = 3, c.head_dim = D, c.lengths = {97, 1025, 2};
-    cases.push_back(c);
-  }
-  c = {};  // peaky softmax: scores with std ~8 move the running max often
-  c.batch = 2, c.group = 4, c.head_dim = 128, c.lengths = {1025, 65}, c.q_std = 8.f;
-  cases.push_back(c);
-  c = {};  // q not 16-byte aligned: the generic kernel even at head_dim 128
-  c.batch = 3, c.group = 2, c.head_dim = 128, c.lengths = {65, 1025, 1}, c.misalign_q = true;
-  cases.push_back(c);
-  c = {};  // a layer other than the first
-  c.batch = 2, c.group = 2, c.head_dim = 64, c.lengths = {97, 63}, c.n_layers = 3, c.layer = 2;
-  cases.push_back(c);
-  c = {};  // a capacity past the longest length, no power of two
-  c.batch = 1, c.group = 1, c.head_dim = 256, c.lengths = {1025}, c.capacity = 3001;
-  cases.push_back(c);
-  uint32_t seed = 2000;
-  for (const DecodeCase& k : cases) {
-    DecodeData s;
-    prepare(k, &s, seed += 10);
-    if (HasFatalFailure()) return;
-    run_all(s, case_name(k) + (k.misalign_q ? " misaligned q" : ""));
-    if (HasFatalFailure()) return;
-  }
+// The heuristic's launch: reads each sequence's keys and values, q, writes out.
+Result<test::PerfLaunch> perf_decode(test::OpEnv& env, const DecodeCase& c) {
+  auto r = std::make_shared<DecodeRunner>(env.cpu.get(), env.gpu.get(), env.dtype);
+  auto s = std::make_shared<DecodeData>();
+  r->prepare(c, s.get(), 1);
+  if (::testing::Test::HasFatalFailure()) return Internal("attention_decode: prepare failed");
+  const int64_t B = c.batch, H = s->H, D = c.head_dim;
+  test::PerfLaunch p;
+  FDPP_ASSIGN_OR_RETURN(DeviceTensor out, test::alloc_poisoned(*env.gpu, env.dtype, {B, H, D}));
+  const int longest = *std::max_element(s->lengths.begin(), s->lengths.end());
+  const Tensor o = out.t;
+  // (The launch owns the runner and the case's data.)
+  p.launch = [r, s, longest, o] { return r->gpu_->attention_decode(r->gpu_args(*s, longest, o)); };
+  int64_t keys = 0;
+  for (int len : s->lengths) keys += len;
+  p.bytes = static_cast<double>((2 * keys * c.n_kv * D + 2 * B * H * D) * dtype_size(env.dtype));
+  p.flops = 4.0 * static_cast<double>(keys) * H * D;  // q·k and p·v, every query head
+  p.hold(std::move(out));
+  return p;
 }
 
-// Head dims 64 and 128 run the tensor-core kernel (decode_mma_kernel.cuh): every group size
-// 1..8 and 16 (heads on the mma's 8-column side, the rest zero rows), lengths that end inside
-// a warp tile (16 keys at D 128, 32 at D 64), inside a quad's key pair and on odd keys, and
-// sequences long enough that each of the CTA's 4 warps runs its 3-stage ring many times.
-// At head_dim 128 both warp tiles run every case (32-key wide tiles: lengths 31, 33, 47 end
-// inside one), whatever the rule picks.
-TEST_P(CudaDecode, TensorCoreKernelGroupsAndOddLengths) {
+void add_decode_cases(std::vector<test::OpCase>& cases) {
   using Tiles = cuda::CudaBackend::DecodeTiles;
-  uint32_t seed = 3000;
-  int offset = 0;
-  const std::vector<int> lengths = {1, 3, 17, 31, 33, 47, 129, 4097};
-  for (int D : {64, 128})
-    for (Tiles tiles : {Tiles::kNarrow, Tiles::kWide}) {
-      if (D == 64 && tiles == Tiles::kWide) continue;  // narrow only at head_dim 64
-      for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
-        DecodeCase c;
-        c.batch = 3, c.n_kv = 2, c.group = group, c.head_dim = D, c.capacity = 4100;
-        for (int b = 0; b < c.batch; ++b)
-          c.lengths.push_back(lengths[(b + offset) % lengths.size()]);
-        offset += 2;
-        DecodeData s;
-        prepare(c, &s, seed += 10);
-        if (HasFatalFailure()) return;
-        gpu_->set_decode_tiles_override(tiles);
-        run_all(s, case_name(c) + (tiles == Tiles::kWide ? ", wide tiles" : ", narrow tiles"));
-        gpu_->set_decode_tiles_override(Tiles::kAuto);
-        if (HasFatalFailure()) return;
-      }
+  for (DType dtype : test::op_dtypes()) {
+    // The sweep (the old CudaDecode.Sweep): its lengths rotate through kLengths, its seeds
+    // step by 10 from 1010.
+    int offset = 0;
+    uint32_t seed = 1000;
+    for (int D : {8, 64, 128, 256})
+      for (int group : {1, 2, 4, 8})
+        for (int batch : {1, 3, 8}) {
+          DecodeCase c;
+          c.batch = batch;
+          c.group = group;
+          c.head_dim = D;
+          for (int b = 0; b < batch; ++b) c.lengths.push_back(kLengths[(b + offset) % 6]);
+          ++offset;
+          const uint32_t case_seed = seed += 10;
+          cases.push_back(
+              {"attention_decode",
+               test::shape_name({{"sweep_D", D}, {"group", group}, {"batch", batch}}), dtype,
+               [=](test::OpEnv& e) { check_decode(e, c, case_seed, case_name(c), Tiles::kAuto); },
+               [=](test::OpEnv& e) { return perf_decode(e, c); }});
+        }
+
+    // The other shapes (the old CudaDecode.OtherShapes), seeds from 2010.
+    std::vector<DecodeCase> other;
+    DecodeCase c;
+    c = {};  // GQA groups above 8 take several CTAs per KV head
+    c.batch = 2, c.n_kv = 1, c.group = 12, c.head_dim = 128, c.lengths = {97, 1025};
+    other.push_back(c);
+    c = {};
+    c.batch = 3, c.n_kv = 2, c.group = 16, c.head_dim = 64, c.lengths = {1025, 1, 65};
+    other.push_back(c);
+    c = {};
+    c.batch = 2, c.n_kv = 3, c.group = 9, c.head_dim = 8, c.lengths = {63, 2};
+    other.push_back(c);
+    for (int D : {2, 40, 96}) {  // head dims without a template: the generic kernel
+      c = {};
+      c.batch = 3, c.n_kv = 2, c.group = 3, c.head_dim = D, c.lengths = {97, 1025, 2};
+      other.push_back(c);
     }
+    c = {};  // peaky softmax: scores with std ~8 move the running max often
+    c.batch = 2, c.group = 4, c.head_dim = 128, c.lengths = {1025, 65}, c.q_std = 8.f;
+    other.push_back(c);
+    c = {};  // q not 16-byte aligned: the generic kernel even at head_dim 128
+    c.batch = 3, c.group = 2, c.head_dim = 128, c.lengths = {65, 1025, 1}, c.misalign_q = true;
+    other.push_back(c);
+    c = {};  // a layer other than the first
+    c.batch = 2, c.group = 2, c.head_dim = 64, c.lengths = {97, 63}, c.n_layers = 3, c.layer = 2;
+    other.push_back(c);
+    c = {};  // a capacity past the longest length, no power of two
+    c.batch = 1, c.group = 1, c.head_dim = 256, c.lengths = {1025}, c.capacity = 3001;
+    other.push_back(c);
+    seed = 2000;
+    for (size_t i = 0; i < other.size(); ++i) {
+      const DecodeCase k = other[i];
+      const uint32_t case_seed = seed += 10;
+      cases.push_back({"attention_decode", test::shape_name({{"other", static_cast<long long>(i)},
+                                                             {"D", k.head_dim},
+                                                             {"group", k.group}}),
+                       dtype,
+                       [=](test::OpEnv& e) {
+                         check_decode(e, k, case_seed,
+                                      case_name(k) + (k.misalign_q ? " misaligned q" : ""),
+                                      Tiles::kAuto);
+                       },
+                       [=](test::OpEnv& e) { return perf_decode(e, k); }});
+    }
+
+    // Head dims 64 and 128 run the tensor-core kernel (decode_mma_kernel.cuh): every group size
+    // 1..8 and 16 (heads on the mma's 8-column side, the rest zero rows), lengths that end inside
+    // a warp tile (16 keys at D 128, 32 at D 64), inside a quad's key pair and on odd keys, and
+    // sequences long enough that each of the CTA's 4 warps runs its 3-stage ring many times.
+    // At head_dim 128 both warp tiles run every case (32-key wide tiles: lengths 31, 33, 47 end
+    // inside one), whatever the rule picks.
+    // (The old CudaDecode.TensorCoreKernelGroupsAndOddLengths, seeds from 3010.)
+    seed = 3000;
+    offset = 0;
+    const std::vector<int> lengths = {1, 3, 17, 31, 33, 47, 129, 4097};
+    for (int D : {64, 128})
+      for (Tiles tiles : {Tiles::kNarrow, Tiles::kWide}) {
+        if (D == 64 && tiles == Tiles::kWide) continue;  // narrow only at head_dim 64
+        for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
+          DecodeCase c;
+          c.batch = 3, c.n_kv = 2, c.group = group, c.head_dim = D, c.capacity = 4100;
+          for (int b = 0; b < c.batch; ++b)
+            c.lengths.push_back(lengths[(b + offset) % lengths.size()]);
+          offset += 2;
+          const uint32_t case_seed = seed += 10;
+          const bool wide = tiles == Tiles::kWide;
+          cases.push_back(
+              {"attention_decode",
+               test::shape_name({{"tc_D", D}, {wide ? "wide_group" : "narrow_group", group}}),
+               dtype,
+               [=](test::OpEnv& e) {
+                 check_decode(e, c, case_seed,
+                              case_name(c) + (wide ? ", wide tiles" : ", narrow tiles"), tiles);
+               },
+               {}});
+        }
+      }
+  }
 }
+FDPP_REGISTER_OP_CASES(add_decode_cases);
 
 TEST_P(CudaDecode, HeuristicSplitsLongContexts) {
   // The sweep's "max_length = capacity" runs exercise real multi-split plans.

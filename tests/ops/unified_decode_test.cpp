@@ -7,6 +7,9 @@
 // (underflow side), one huge "sink" key with all others small (only its split is redone),
 // all keys but one far below (no fallback: the rest underflows harmlessly), empty splits,
 // length 1; the row maxes kept for row-following φ; a CUDA-graph replay.
+//
+// The sweep is the harness's attention_decode_unified cases (op_harness.h); the forced
+// fallbacks, counters and graph replay are TESTs here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +26,8 @@
 #include "backend/backend.h"
 #include "backend/cuda/attention/split_plan.h"
 #include "backend/softmax_range.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "ops/op_harness.h"
 
 namespace fdpp {
 namespace {
@@ -45,8 +49,14 @@ std::string name(const Case& c) {
                      c.misalign_q ? " misaligned q" : "");
 }
 
-class UnifiedDecode : public test::CpuAndCudaBackends {
- protected:
+// One unified-decode case's state and launches on a pair of backends: the harness's
+// (OpEnv) or the fixture's below.
+class UnifiedRunner {
+ public:
+  UnifiedRunner() = default;
+  UnifiedRunner(Backend* cpu, cuda::CudaBackend* gpu, DType dtype)
+      : cpu_(cpu), gpu_(gpu), dtype_(dtype) {}
+  DType dt() const { return dtype_; }
   float scale() const { return 1.f / std::sqrt(static_cast<float>(c_.head_dim)); }
 
   // Random K, V (NaN outside the sequences) and q, rounded to the dtype.
@@ -245,40 +255,74 @@ class UnifiedDecode : public test::CpuAndCudaBackends {
   KVCache cache_;
   DeviceTensor q_buf_, slots_dev_, lengths_dev_, phi_dev_, row_max_dev_, counter_;
   Tensor q_dev_;
+  Backend* cpu_ = nullptr;
+  cuda::CudaBackend* gpu_ = nullptr;
+  DType dtype_ = DType::kF16;
+};
+
+// The TESTs' fixture: a CPU and a CUDA backend of the parameter's dtype, and a runner on them.
+class UnifiedDecode : public ::testing::TestWithParam<DType>, public UnifiedRunner {
+ protected:
+  void SetUp() override {
+    FDPP_REQUIRE_GPU();
+    cpu_owned_ = make_cpu_backend();
+    cuda::CudaBackendOptions o;
+    o.activation_dtype = GetParam();
+    FDPP_GPU_ASSERT_OK_AND_ASSIGN(gpu_owned_, cuda::make_cuda_backend(o));
+    cpu_ = cpu_owned_.get();
+    gpu_ = gpu_owned_.get();
+    dtype_ = GetParam();
+  }
+  std::unique_ptr<Backend> cpu_owned_;
+  std::unique_ptr<cuda::CudaBackend> gpu_owned_;
 };
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, UnifiedDecode, ::testing::Values(DType::kF16, DType::kBF16),
                          test::dtype_param_name);
 
 // Random scores (|s| of a few units) sit deep inside the fp32 range of φ = 0: no fallback.
-TEST_P(UnifiedDecode, SweepMatchesReferenceWithoutFallbacks) {
-  int offset = 0;
-  uint32_t seed = 100;
-  std::vector<Case> cases;
-  for (int D : {8, 64, 128})
-    for (int group : {1, 2, 4, 8})
-      for (int batch : {1, 3, 8}) {
-        Case c;
-        c.batch = batch, c.group = group, c.head_dim = D;
-        for (int b = 0; b < batch; ++b) c.lengths.push_back(kLengths[(b + offset) % 6]);
-        ++offset;
-        cases.push_back(c);
-      }
-  cases.push_back({3, 2, 3, 40, {97, 1025, 2}, false});  // a head_dim without a template
-  cases.push_back({3, 2, 2, 128, {65, 1025, 1}, true});  // the generic kernel at 128
-  for (const Case& c : cases) {
-    prepare(c, seed += 10);
-    upload();
-    if (HasFatalFailure()) return;
-    expect_no_fallback_at_any_split();
-    // The kept row maxes are the rows' exact maxes (s units).
-    const std::vector<float> kept = kept_row_max();
-    for (size_t i = 0; i < kept.size(); ++i)
-      EXPECT_NEAR(kept[i], row_max_[i], 1e-3 * (1 + std::fabs(row_max_[i])))
-          << name(c) << " row " << i;
-    if (HasFailure()) return;
+// One case of the old UnifiedDecode.SweepMatchesReferenceWithoutFallbacks.
+void check_unified_sweep(test::OpEnv& env, const Case& c, uint32_t seed) {
+  UnifiedRunner u(env.cpu.get(), env.gpu.get(), env.dtype);
+  u.prepare(c, seed);
+  u.upload();
+  if (::testing::Test::HasFatalFailure()) return;
+  u.expect_no_fallback_at_any_split();
+  // The kept row maxes are the rows' exact maxes (s units).
+  const std::vector<float> kept = u.kept_row_max();
+  for (size_t i = 0; i < kept.size(); ++i)
+    EXPECT_NEAR(kept[i], u.row_max_[i], 1e-3 * (1 + std::fabs(u.row_max_[i])))
+        << name(c) << " row " << i;
+}
+
+void add_unified_decode_cases(std::vector<test::OpCase>& cases) {
+  for (DType dtype : test::op_dtypes()) {
+    int offset = 0;
+    uint32_t seed = 100;  // the old sweep's seeds: 110, 120, ... in case order
+    std::vector<Case> sweep;
+    for (int D : {8, 64, 128})
+      for (int group : {1, 2, 4, 8})
+        for (int batch : {1, 3, 8}) {
+          Case c;
+          c.batch = batch, c.group = group, c.head_dim = D;
+          for (int b = 0; b < batch; ++b) c.lengths.push_back(kLengths[(b + offset) % 6]);
+          ++offset;
+          sweep.push_back(c);
+        }
+    sweep.push_back({3, 2, 3, 40, {97, 1025, 2}, false});  // a head_dim without a template
+    sweep.push_back({3, 2, 2, 128, {65, 1025, 1}, true});  // the generic kernel at 128
+    for (size_t i = 0; i < sweep.size(); ++i) {
+      const Case c = sweep[i];
+      const uint32_t case_seed = seed += 10;
+      cases.push_back({"attention_decode_unified",
+                       test::shape_name({{"case", static_cast<long long>(i)}, {"D", c.head_dim},
+                                         {"group", c.group}, {"batch", c.batch},
+                                         {"misaligned", c.misalign_q}}),
+                       dtype, [=](test::OpEnv& e) { check_unified_sweep(e, c, case_seed); }, {}});
+    }
   }
 }
+FDPP_REGISTER_OP_CASES(add_unified_decode_cases);
 
 // φ far below (m − φ = +200: 2^288 overflows fp32) or far above (m − φ = −200: every term
 // flushes to 0) in some heads: exactly those rows are recomputed, each counted once.

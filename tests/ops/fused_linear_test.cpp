@@ -20,7 +20,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
 
 namespace fdpp {
 namespace {

@@ -1,6 +1,8 @@
-// stories260K on the CUDA backend: the greedy ids equal the transformers
+// stories260K on the CUDA targets (fp16, bf16): the greedy ids equal the transformers
 // reference, teacher-forced logits stay close to it, and every decode path
-// (eager, CUDA graphs, batched, teacher-forced through decode steps) agrees.
+// (eager, CUDA graphs, batched, teacher-forced through decode steps) agrees; GEMM policies,
+// PDL and --autotune leave what the model says unchanged. Builds into gpu_test_e2e only
+// (e2e_util.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,7 +17,8 @@
 #include "common/stories_reference.h"
 #include "common/test_util.h"
 #include "fdpp/engine.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "e2e/e2e_util.h"
 #include "model/config.h"
 
 namespace fdpp {
@@ -84,13 +87,13 @@ TEST(CudaAutotune, TunesSettlesSavesAndKeepsTheReferenceIds) {
   fs::remove_all(cache);
 }
 
-class CudaEndToEnd : public ::testing::TestWithParam<std::string> {};
+class CudaEndToEnd : public ::testing::TestWithParam<test::E2eTarget> {};
 
 TEST_P(CudaEndToEnd, GreedyIdsEqualTheReference) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
   for (bool graphs : {true, false}) {
-    auto engine = cuda_engine(GetParam(), 1, graphs);
+    auto engine = cuda_engine(GetParam().dtype, 1, graphs);
     ASSERT_TRUE(engine);
     auto out = engine->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
     ASSERT_TRUE(out.ok()) << out.status().to_string();
@@ -98,7 +101,7 @@ TEST_P(CudaEndToEnd, GreedyIdsEqualTheReference) {
     seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
     ASSERT_EQ(seq.size(), ref.sequence.size());
     const size_t decided = test::decided_greedy_tokens(ref.logits, 512, ref.prompt_ids.size(),
-                                                       test::greedy_rel_margin(GetParam()));
+                                                       test::greedy_rel_margin(GetParam().dtype));
     ASSERT_GE(decided, 12u);
     const size_t n = std::min(seq.size(), ref.prompt_ids.size() + decided);
     EXPECT_EQ(std::vector<int>(seq.begin(), seq.begin() + n),
@@ -114,10 +117,10 @@ TEST_P(CudaEndToEnd, GreedyIdsDoNotDependOnTheGemmPolicy) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
   const size_t decided = test::decided_greedy_tokens(ref.logits, 512, ref.prompt_ids.size(),
-                                                     test::greedy_rel_margin(GetParam()));
+                                                     test::greedy_rel_margin(GetParam().dtype));
   ASSERT_GE(decided, 12u);
   for (const char* gemm : {"auto", "gemv", "flat", "cublas"}) {
-    auto engine = cuda_engine(GetParam(), 1, true, gemm);
+    auto engine = cuda_engine(GetParam().dtype, 1, true, gemm);
     ASSERT_TRUE(engine) << gemm;
     auto out = engine->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
     ASSERT_TRUE(out.ok()) << gemm << ": " << out.status().to_string();
@@ -143,7 +146,7 @@ TEST_P(CudaEndToEnd, ProgrammaticDependentLaunchLeavesLogitsBitIdentical) {
   for (const char* gemm : {"gemv", "auto"}) {
     std::vector<std::vector<float>> logits[2];
     for (int pdl = 0; pdl < 2; ++pdl) {
-      auto engine = cuda_engine(GetParam(), 3, true, gemm, pdl == 1);
+      auto engine = cuda_engine(GetParam().dtype, 3, true, gemm, pdl == 1);
       ASSERT_TRUE(engine);
       auto out = engine->teacher_forced_logits_decode(seqs);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
@@ -216,7 +219,7 @@ TEST(CudaEndToEndPrecision, TeacherForcedLogitsCloseToTheReference) {
 TEST_P(CudaEndToEnd, DecodePathLogitsEqualPrefillPathLogits) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
-  auto engine = cuda_engine(GetParam(), 3);
+  auto engine = cuda_engine(GetParam().dtype, 3);
   ASSERT_TRUE(engine);
   // Three sequences of different lengths, fed one token per batched (graph-replayed) step.
   const std::vector<std::vector<int>> seqs = {
@@ -229,7 +232,8 @@ TEST_P(CudaEndToEnd, DecodePathLogitsEqualPrefillPathLogits) {
     auto pre = engine->teacher_forced_logits(seqs[i]);
     ASSERT_TRUE(pre.ok());
     ASSERT_EQ((*dec)[i].size(), pre->size());
-    EXPECT_LE(test::worst_row_rel_l2((*dec)[i], *pre, 512), GetParam() == "fp16" ? 5e-3 : 2e-2)
+    EXPECT_LE(test::worst_row_rel_l2((*dec)[i], *pre, 512),
+              GetParam().dtype == "fp16" ? 5e-3 : 2e-2)
         << "sequence " << i;
   }
 }
@@ -237,7 +241,7 @@ TEST_P(CudaEndToEnd, DecodePathLogitsEqualPrefillPathLogits) {
 TEST_P(CudaEndToEnd, BatchedGreedyEqualsSingleSequences) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
-  auto engine = cuda_engine(GetParam(), 3);
+  auto engine = cuda_engine(GetParam().dtype, 3);
   ASSERT_TRUE(engine);
   const std::vector<int> first20(ref.sequence.begin(), ref.sequence.begin() + 20);
   std::vector<GenerationRequest> reqs = {{ref.prompt_ids, test::greedy(40)},
@@ -252,7 +256,10 @@ TEST_P(CudaEndToEnd, BatchedGreedyEqualsSingleSequences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaEndToEnd, ::testing::Values("fp16", "bf16"));
+INSTANTIATE_TEST_SUITE_P(Targets, CudaEndToEnd,
+                         ::testing::ValuesIn(test::e2e_targets({test::kCudaFp16,
+                                                                 test::kCudaBf16})),
+                         test::e2e_target_name);
 
 }  // namespace
 }  // namespace fdpp

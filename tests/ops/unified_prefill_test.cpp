@@ -25,7 +25,8 @@
 #include "backend/backend.h"
 #include "backend/cuda/attention/prefill.h"
 #include "backend/softmax_range.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "ops/op_harness.h"
 #include "runtime/score_analysis.h"
 
 namespace fdpp {
@@ -204,11 +205,10 @@ void expected_fallbacks(const Problem& p, const Reference& r, const std::vector<
 
 using SweepParam = test::PrefillSweepParam;
 
-class UnifiedPrefillSweep : public ::testing::TestWithParam<SweepParam> {};
-
-TEST_P(UnifiedPrefillSweep, ExactAndCountsTheRowsOutOfRange) {
-  FDPP_REQUIRE_GPU();
-  const auto [D, dt, ratio, start_pos, T] = GetParam();
+// One case of the old UnifiedPrefillSweep.ExactAndCountsTheRowsOutOfRange: the harness's
+// attention_prefill_unified cases.
+void check_unified_prefill_sweep(const SweepParam& param) {
+  const auto [D, dt, ratio, start_pos, T] = param;
   cuda::CudaBackendOptions bo;
   bo.activation_dtype = dt;
   FDPP_GPU_ASSERT_OK_AND_ASSIGN(auto be, cuda::make_cuda_backend(bo));
@@ -243,8 +243,13 @@ TEST_P(UnifiedPrefillSweep, ExactAndCountsTheRowsOutOfRange) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sweep, UnifiedPrefillSweep, test::prefill_sweep_values(),
-                         test::prefill_sweep_name);
+void add_unified_prefill_cases(std::vector<test::OpCase>& cases) {
+  for (const SweepParam& param : test::prefill_sweep_params())
+    cases.push_back({"attention_prefill_unified", test::prefill_sweep_shape(param),
+                     std::get<1>(param),
+                     [=](test::OpEnv&) { check_unified_prefill_sweep(param); }, {}});
+}
+FDPP_REGISTER_OP_CASES(add_unified_prefill_cases);
 
 // A sink key (s ≈ +600 at key 0) seen only by head 0: its rows fail, the others pass; CTAs
 // that mix both recompute everything exactly.

@@ -2,7 +2,8 @@
 // greedy ids equal the transformers reference with row-following and with calibrated φ,
 // CUDA graphs on and off; with φ forced far from every score every attention row of every
 // layer is recomputed (and counted exactly) and the ids are still the reference's; a
-// calibration measured on the GPU is written, found by the engine and used.
+// calibration measured on the GPU is written, found by the engine and used. Builds into
+// gpu_test_e2e only (e2e_util.h).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,7 +14,8 @@
 #include "common/stories_reference.h"
 #include "common/test_util.h"
 #include "fdpp/engine.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
+#include "e2e/e2e_util.h"
 #include "model/config.h"
 #include "runtime/calibration.h"
 #include "runtime/score_statistics.h"
@@ -61,19 +63,19 @@ std::filesystem::path write_calibration(const std::string& tag, float phi) {
   return path;
 }
 
-class UnifiedEndToEnd : public ::testing::TestWithParam<std::string> {};
+class UnifiedEndToEnd : public ::testing::TestWithParam<test::E2eTarget> {};
 
 TEST_P(UnifiedEndToEnd, GreedyIdsEqualTheReference) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
-  const auto calibration = write_calibration("phi0_" + GetParam(), 0.f);
+  const auto calibration = write_calibration("phi0_" + GetParam().dtype, 0.f);
   const size_t decided = test::decided_greedy_tokens(ref.logits, 512, ref.prompt_ids.size(),
-                                                     test::greedy_rel_margin(GetParam()));
+                                                     test::greedy_rel_margin(GetParam().dtype));
   ASSERT_GE(decided, 12u);
   for (const std::string phi : {"follow", "calibrated"})
     for (bool graphs : {true, false}) {
       SCOPED_TRACE(phi + (graphs ? " graphs" : " eager"));
-      auto e = engine(GetParam(), phi, graphs, calibration.string());
+      auto e = engine(GetParam().dtype, phi, graphs, calibration.string());
       ASSERT_TRUE(e);
       auto out = e->generate({{ref.prompt_ids, test::greedy(60)}}, nullptr);
       ASSERT_TRUE(out.ok()) << out.status().to_string();
@@ -91,7 +93,7 @@ TEST_P(UnifiedEndToEnd, GreedyIdsEqualTheReference) {
       EXPECT_GT(st->decode_rows, 0);
       std::printf("[ perf ] stories260K %s unified φ %s: %lld of %lld prefill + %lld decode rows "
                   "recomputed (rate %.4f%%)\n",
-                  GetParam().c_str(), phi.c_str(), static_cast<long long>(st->fallbacks()),
+                  GetParam().dtype.c_str(), phi.c_str(), static_cast<long long>(st->fallbacks()),
                   static_cast<long long>(st->prefill_rows * 5),
                   static_cast<long long>(st->decode_rows * 5), 100 * st->fallback_rate());
       // Scores of stories260K lie within ±300 of φ = 0, far inside the fp32 range: none.
@@ -104,16 +106,16 @@ TEST_P(UnifiedEndToEnd, GreedyIdsEqualTheReference) {
 TEST_P(UnifiedEndToEnd, EveryRowFallingBackStillGivesTheReference) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
-  const auto calibration = write_calibration("phi1000_" + GetParam(), 1000.f);
+  const auto calibration = write_calibration("phi1000_" + GetParam().dtype, 1000.f);
   for (bool graphs : {true, false}) {
-    auto e = engine(GetParam(), "calibrated", graphs, calibration.string());
+    auto e = engine(GetParam().dtype, "calibrated", graphs, calibration.string());
     ASSERT_TRUE(e);
     auto out = e->generate({{ref.prompt_ids, test::greedy(30)}}, nullptr);
     ASSERT_TRUE(out.ok()) << out.status().to_string();
     std::vector<int> seq = ref.prompt_ids;
     seq.insert(seq.end(), (*out)[0].output_ids.begin(), (*out)[0].output_ids.end());
     const size_t decided = test::decided_greedy_tokens(ref.logits, 512, ref.prompt_ids.size(),
-                                                       test::greedy_rel_margin(GetParam()));
+                                                       test::greedy_rel_margin(GetParam().dtype));
     const size_t n = std::min(seq.size(), ref.prompt_ids.size() + decided);
     EXPECT_EQ(std::vector<int>(seq.begin(), seq.begin() + n),
               std::vector<int>(ref.sequence.begin(), ref.sequence.begin() + n));
@@ -135,7 +137,10 @@ TEST_P(UnifiedEndToEnd, EveryRowFallingBackStillGivesTheReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, UnifiedEndToEnd, ::testing::Values("fp16", "bf16"));
+INSTANTIATE_TEST_SUITE_P(Targets, UnifiedEndToEnd,
+                         ::testing::ValuesIn(test::e2e_targets({test::kCudaFp16Unified,
+                                                                 test::kCudaBf16Unified})),
+                         test::e2e_target_name);
 
 // fdpp calibrate's path on the GPU: score statistics of the built-in text, the file, and an
 // engine that finds it by itself next to a copy of the model.

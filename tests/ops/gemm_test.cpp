@@ -21,7 +21,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
 #include "backend/gemm_table.h"
-#include "gpu/gpu_test_util.h"
+#include "common/gpu_test_util.h"
 
 namespace fdpp {
 namespace {

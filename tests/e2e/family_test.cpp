@@ -1,9 +1,10 @@
-// OPT and ChatGLM2 end to end on the CPU: tiny random models written here in their
+// OPT and ChatGLM2 end to end: tiny random models written here in their
 // checkpoints' own layouts (pre- and post-norm OPT, project_in/out, both OPT namings,
 // ChatGLM2 with and without the linear biases), loaded by the Engine, and their logits
 // checked against the double-precision forward of tests/common/tiny_models.cpp; then
-// the decode path, chunked prefill and batching against the prefill path, and the
-// loader's errors.
+// the decode path, chunked prefill and batching against the prefill path (the CPU target:
+// fp32 activations, held to 1e-5 of double precision), and the loader's errors (every
+// target). The CUDA targets against the CPU forward: family_cuda_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "common/test_util.h"
 #include "common/tiny_models.h"
+#include "e2e/e2e_util.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
 
@@ -31,6 +33,29 @@ std::unique_ptr<Engine> engine(const std::filesystem::path& dir, EngineOptions o
   auto e = Engine::create(o);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(e).value() : nullptr;
+}
+
+// A suite over (target, model variant): its tests' engine() is the one above on the target
+// (::fdpp::engine: the unqualified name here is the member itself).
+template <class Case>
+class FamilyTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { FDPP_E2E_REQUIRE_TARGET(this->GetParam().target); }
+  std::unique_ptr<Engine> engine(const std::filesystem::path& dir, EngineOptions o = {}) {
+    return ::fdpp::engine(dir, this->GetParam().target.apply(o));
+  }
+};
+// Every variant on every target of `targets` this binary runs, named "<target>_<variant>".
+template <class Case>
+std::vector<Case> on_targets(std::initializer_list<test::E2eTarget> targets,
+                             std::vector<Case> variants) {
+  std::vector<Case> out;
+  for (const test::E2eTarget& t : test::e2e_targets(targets))
+    for (Case c : variants) {
+      c.target = t;
+      out.push_back(c);
+    }
+  return out;
 }
 
 // max over rows of max_i |got - ref| / max_i |ref|.
@@ -63,10 +88,12 @@ void expect_matches_reference(Engine& e, const std::vector<double>& ref,
 struct OptCase {
   std::string name;
   test::TinyOpt m;
+  test::E2eTarget target;
 };
 void PrintTo(const OptCase& c, std::ostream* os) { *os << c.name; }
 
-class OptEndToEnd : public ::testing::TestWithParam<OptCase> {};
+class OptEndToEnd : public FamilyTest<OptCase> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OptEndToEnd);
 
 TEST_P(OptEndToEnd, LogitsMatchTheDoubleReference) {
   const test::TinyOpt& m = GetParam().m;
@@ -124,7 +151,7 @@ test::TinyOpt opt_with(void (*f)(test::TinyOpt&)) {
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, OptEndToEnd,
-    ::testing::Values(
+    ::testing::ValuesIn(on_targets<OptCase>({test::kCpu}, {
         OptCase{"pre_norm", test::TinyOpt{}},
         // OPT-350m's shape: post-norm blocks, no final norm, word_embed_proj_dim < hidden.
         OptCase{"post_norm_proj", opt_with([](test::TinyOpt& m) {
@@ -143,16 +170,20 @@ INSTANTIATE_TEST_SUITE_P(
         OptCase{"bf16_checkpoint", opt_with([](test::TinyOpt& m) {
                   m.dtype = "BF16";
                   m.seed = 5;
-                })}),
-    [](const ::testing::TestParamInfo<OptCase>& i) { return i.param.name; });
+                })}})),
+    [](const ::testing::TestParamInfo<OptCase>& i) {
+      return i.param.target.name() + "_" + i.param.name;
+    });
 
 struct GlmCase {
   std::string name;
   test::TinyGlm m;
+  test::E2eTarget target;
 };
 void PrintTo(const GlmCase& c, std::ostream* os) { *os << c.name; }
 
-class ChatGlmEndToEnd : public ::testing::TestWithParam<GlmCase> {};
+class ChatGlmEndToEnd : public FamilyTest<GlmCase> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ChatGlmEndToEnd);
 
 TEST_P(ChatGlmEndToEnd, LogitsMatchTheDoubleReference) {
   const test::TinyGlm& m = GetParam().m;
@@ -199,7 +230,7 @@ test::TinyGlm glm_with(void (*f)(test::TinyGlm&)) {
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, ChatGlmEndToEnd,
-    ::testing::Values(
+    ::testing::ValuesIn(on_targets<GlmCase>({test::kCpu}, {
         GlmCase{"chatglm2", test::TinyGlm{}},
         // add_bias_linear, rope_ratio (ChatGLM3-32K style), no final norm, MHA-ish groups.
         GlmCase{"biases_rope_ratio", glm_with([](test::TinyGlm& m) {
@@ -215,17 +246,30 @@ INSTANTIATE_TEST_SUITE_P(
                   m.dtype = "F16";
                   m.kv_heads = 1;
                   m.seed = 7;
-                })}),
-    [](const ::testing::TestParamInfo<GlmCase>& i) { return i.param.name; });
+                })}})),
+    [](const ::testing::TestParamInfo<GlmCase>& i) {
+      return i.param.target.name() + "_" + i.param.name;
+    });
 
 // ---- loader errors -----------------------------------------------------------------
 
-TEST(FamilyLoading, MissingTensorWrongShapeAndContextAreNamed) {
-  const auto dir = test::scratch_dir("opt_broken");
+// The loader's errors do not depend on the device: every target (scratch directories of
+// each target's own, as the CPU and the CUDA instances may run at once).
+class FamilyLoading : public ::testing::TestWithParam<test::E2eTarget> {
+ protected:
+  void SetUp() override { FDPP_E2E_REQUIRE_TARGET(GetParam()); }
+};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FamilyLoading);
+INSTANTIATE_TEST_SUITE_P(Targets, FamilyLoading,
+                         ::testing::ValuesIn(test::e2e_targets({test::kCpu, test::kCudaFp16})),
+                         test::e2e_target_name);
+
+TEST_P(FamilyLoading, MissingTensorWrongShapeAndContextAreNamed) {
+  const auto dir = test::scratch_dir("opt_broken_" + GetParam().name());
   test::TinyOpt m;
   test::write_tiny_opt(dir, m);
   // Context past the learned positions.
-  EngineOptions o;
+  EngineOptions o = GetParam().apply({});
   o.model_dir = dir;
   o.context = m.max_pos + 1;
   auto e = Engine::create(o);
@@ -246,7 +290,7 @@ TEST(FamilyLoading, MissingTensorWrongShapeAndContextAreNamed) {
   EXPECT_NE(e.status().message().find("[81, 48]"), std::string::npos) << e.status().message();
 
   // A ChatGLM checkpoint without its output layer.
-  const auto glm = test::scratch_dir("glm_broken");
+  const auto glm = test::scratch_dir("glm_broken_" + GetParam().name());
   test::TinyGlm g;
   g.post_layer_norm = false;
   test::write_tiny_chatglm(glm, g);
