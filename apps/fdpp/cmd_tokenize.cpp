@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "model/config.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp::cli {

@@ -13,6 +13,7 @@
 #include "core/half.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/model_tokenizer.h"
 #include "model/safetensors.h"
 #include "runtime/gemm_table_setup.h"
 #include "runtime/graph_bucket.h"
