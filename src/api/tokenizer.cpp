@@ -3,6 +3,7 @@
 
 #include "fdpp/engine.h"
 #include "model/config.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {

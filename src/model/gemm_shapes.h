@@ -24,29 +24,13 @@ struct GemmShape {
   LinearPrologue::Kind prologue = LinearPrologue::Kind::kNone;
 };
 
-inline std::vector<GemmShape> gemm_shapes(const ModelConfig& c) {
-  const int64_t H = c.hidden_size, F = c.intermediate_size, E = c.token_dim();
-  const int L = c.num_layers;
-  using Kind = LinearPrologue::Kind;
-  const bool llama = c.arch != Architecture::kOpt;  // LlamaModel: Llama and ChatGLM2
-  const Kind norm = llama ? Kind::kRmsNorm : Kind::kNone;
-  std::vector<GemmShape> s = {
-      {"qkv", c.qkv_dim(), H, L, norm},
-      {"o", H, static_cast<int64_t>(c.num_heads) * c.head_dim, L},
-  };
-  if (c.gated_mlp) {
-    s.push_back({"gate_up", 2 * F, H, L, norm});
-    s.push_back({"down", H, F, L, llama ? Kind::kSiluMul : Kind::kNone});
-  } else {
-    s.push_back({"fc1", F, H, L});
-    s.push_back({"fc2", H, F, L});
-  }
-  s.push_back({"lm_head", c.vocab_size, E, 1, c.final_norm ? norm : Kind::kNone});
-  if (c.has_projections()) {
-    s.push_back({"project_in", H, E, 1});
-    s.push_back({"project_out", E, H, 1});
-  }
-  return s;
-}
+// The shapes of `c`, with the prologues of its family's forward (its gemm_shapes).
+std::vector<GemmShape> gemm_shapes(const ModelConfig& c);
+
+// The shapes of any family's linear layers, given the prologue its forward fuses before the
+// norm-fed GEMMs (qkv, gate_up, and the LM head when there is a final norm) and before
+// down (the gate); fc1 and fc2 of an ungated MLP take none.
+std::vector<GemmShape> linear_gemm_shapes(const ModelConfig& c, LinearPrologue::Kind norm,
+                                          LinearPrologue::Kind gate);
 
 }  // namespace fdpp

@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "model/llama.h"
-#include "model/opt.h"
+#include "model/families/registry.h"
 
 namespace fdpp {
 namespace {
@@ -35,14 +34,7 @@ Result<std::unique_ptr<Model>> Model::create(const ModelConfig& cfg, const Safet
     return OutOfRange(fmt::format("context {} exceeds the {} positions {} has learned "
                                   "(max_position_embeddings); lower --ctx",
                                   limits.context, cfg.max_position_embeddings, cfg.model_type));
-  std::unique_ptr<Model> m;
-  switch (cfg.arch) {
-    case Architecture::kLlama:
-    case Architecture::kChatGlm:  // the same network (model/llama.h)
-      m = std::make_unique<LlamaModel>(cfg, backend, limits);
-      break;
-    case Architecture::kOpt: m = std::make_unique<OptModel>(cfg, backend, limits); break;
-  }
+  std::unique_ptr<Model> m = model_family(cfg.arch).make_model(cfg, backend, limits);
   FDPP_ASSIGN_OR_RETURN(m->weights_, load_weights(cfg, st, backend));
   FDPP_RETURN_IF_ERROR(m->allocate_buffers());
   return m;

@@ -95,7 +95,7 @@ class Model {
       : cfg_(cfg), backend_(backend), limits_(limits) {}
   Status allocate_buffers();
 
-  // Forward steps every architecture shares (model_steps.cpp).
+  // Forward steps every architecture shares (forward_common.cpp).
   // The pass fits the limits: token count, batch, and (prefill) the positions.
   Status check_pass(const ForwardPass& pass) const;
   // RoPE of the fused qkv rows (when the model rotates) and their k, v appended to the

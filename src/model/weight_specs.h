@@ -1,7 +1,8 @@
 // What each architecture stores and where it comes from: one list of fdpp weights
 // per model, each with its shape and the checkpoint tensors that fill it, row
 // block after row block (that is how q|k|v and gate|up are fused). The loader
-// (weights.cpp) is the same for every architecture; only these lists differ.
+// (weights.cpp) is the same for every architecture; only these lists differ, one per
+// family (model/families/<name>/weights.cpp).
 //
 // fdpp weight names: "embed", "pos_embed", "project_in", "project_out",
 // "final_norm", "final_norm_bias", "lm_head" and "layers.<i>.<field>" with the
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -31,7 +33,22 @@ struct WeightSpec {
   std::vector<WeightSource> sources;
 };
 
-// Every weight of `cfg`'s architecture in load order (the layout order of the plan).
+// Every weight of `cfg`'s architecture in load order (the layout order of the plan): its
+// family's list (model/families/<name>/weights.cpp).
 std::vector<WeightSpec> weight_specs(const ModelConfig& cfg);
+
+// How the families write their lists.
+class SpecList {
+ public:
+  // A weight filled by several tensors, their rows stacked in order.
+  void add(std::string name, Shape shape, std::vector<WeightSource> sources) {
+    out.push_back({std::move(name), shape, std::move(sources)});
+  }
+  // A weight that is one checkpoint tensor of the same shape (any of `names`).
+  void one(std::string name, std::vector<std::string> names, Shape shape) {
+    add(std::move(name), shape, {{std::move(names), shape}});
+  }
+  std::vector<WeightSpec> out;
+};
 
 }  // namespace fdpp

@@ -1,24 +1,20 @@
 #include "fdpp/engine.h"
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "backend/backend.h"
 #include "backend/gemm_policy.h"
-#include "core/half.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/model_tokenizer.h"
 #include "model/safetensors.h"
+#include "runtime/decode_step.h"
+#include "runtime/engine_impl.h"
 #include "runtime/gemm_table_setup.h"
-#include "runtime/graph_bucket.h"
-#include "runtime/sampler.h"
 #include "runtime/softmax_setup.h"
-#include "runtime/stop_matcher.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #ifdef FDPP_HAVE_CUDA
@@ -47,10 +43,9 @@ bool cuda_available() {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+using engine_detail::Clock;
+using engine_detail::ms_since;
+using Sequence = engine_detail::Sequence;
 
 // *pdl: whether the CUDA backend launches with programmatic dependent launch (false on the CPU).
 Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const ModelConfig& cfg,
@@ -86,59 +81,7 @@ Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const Mode
 #endif
 }
 
-// Logits rows of any activation dtype, as floats on the host.
-Status read_logits(Backend& be, const Tensor& logits, std::vector<float>& out) {
-  out.resize(logits.numel());
-  if (logits.dtype == DType::kF32) return be.copy_to_host(logits, out.data());
-  std::vector<uint16_t> raw(logits.numel());
-  FDPP_RETURN_IF_ERROR(be.copy_to_host(logits, raw.data()));
-  const bool bf16 = logits.dtype == DType::kBF16;
-  for (size_t i = 0; i < raw.size(); ++i) out[i] = bf16 ? bf16_to_f32(raw[i]) : f16_to_f32(raw[i]);
-  return Status::Ok();
-}
-
-struct Sequence {
-  int index = 0;  // position in the request list
-  int slot = 0;   // KV-cache slot
-  std::vector<int> tokens;  // prompt + accepted tokens; the last one is not in the cache yet
-  int max_new = 0;
-  bool ignore_eos = false;
-  Sampler sampler;
-  std::unique_ptr<StreamDecoder> decoder;
-  StopMatcher stop;
-  GenerationResult result;
-  bool done = false;
-
-  Sequence(const GenerationRequest& r, int idx, int slot_)
-      : index(idx), slot(slot_), tokens(r.prompt_ids), max_new(r.sampling.max_new_tokens),
-        ignore_eos(r.sampling.ignore_eos), sampler(r.sampling, static_cast<uint64_t>(idx)),
-        stop(r.sampling.stop) {
-    result.prompt_ids = r.prompt_ids;
-  }
-};
-
 }  // namespace
-
-struct Engine::Impl {
-  EngineOptions options;
-  ModelConfig cfg;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-  std::string gemm_table;  // which dispatch table linear() uses (gemm_table_setup.h)
-  bool pdl = false;        // kernels launch with programmatic dependent launch
-  // Decode graphs by (batch size, length bucket); a key is captured on its second
-  // use, after an eager run has created every lazily built library handle.
-  std::map<std::pair<int, int>, std::unique_ptr<StepGraph>> graphs;
-  std::set<std::pair<int, int>> warmed;
-
-  Status check_sequence(const std::vector<int>& ids) const;
-  bool graphs_enabled() const { return options.cuda_graphs && backend->supports_graphs(); }
-  Status run_decode_step(int batch, int bucket);
-  Status prefill(Sequence& s, std::vector<float>& scratch, int* first_token);
-  void accept(Sequence& s, int token, const TokenCallback& cb);
-  void finish(Sequence& s, FinishReason why, const TokenCallback& cb);
-};
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
@@ -197,6 +140,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
   FDPP_ASSIGN_OR_RETURN(impl->model, Model::create(cfg, st, be, lim));
   FDPP_RETURN_IF_ERROR(setup_softmax(o, *impl->model));  // attention softmax and φ
+  impl->step = std::make_unique<DecodeStep>(*impl->model, o.cuda_graphs);
   std::unique_ptr<Engine> engine(new Engine(std::move(impl)));
   if (!tuned.ties.empty()) FDPP_RETURN_IF_ERROR(engine->settle_gemm_ties(tuned));
   return engine;
@@ -241,50 +185,12 @@ Result<std::vector<int>> Engine::tokenize(std::string_view text) const {
   return impl_->tokenizer->encode(text, impl_->tokenizer->add_bos_by_default());
 }
 
-Status Engine::Impl::run_decode_step(int batch, int bucket) {
-  // Each call runs one step (eagerly, or captured then replayed); a replay runs no host code,
-  // so the unified softmax's rows are counted here.
-  model->softmax().count_rows(/*decode=*/true, int64_t{batch} * cfg.num_heads);
-  auto eager = [&]() -> Status {
-    FDPP_RETURN_IF_ERROR(model->upload_inputs(batch, batch));
-    ForwardPass pass;
-    pass.kind = ForwardPass::Kind::kDecode;
-    pass.n_tokens = batch;
-    pass.max_length = bucket;
-    FDPP_RETURN_IF_ERROR(model->forward(pass));
-    return model->download_next_ids(batch);
-  };
-  const auto key = std::make_pair(batch, bucket);
-  if (!graphs_enabled() || !warmed.count(key)) {
-    warmed.insert(key);
-    FDPP_RETURN_IF_ERROR(eager());
-    return backend->synchronize();
-  }
-  auto it = graphs.find(key);
-  if (it == graphs.end()) {
-    FDPP_RETURN_IF_ERROR(backend->begin_capture());
-    Status captured = eager();
-    auto graph = backend->end_capture();  // always end the capture, even after a failed op
-    FDPP_RETURN_IF_ERROR(captured);
-    if (!graph.ok()) return graph.status();
-    it = graphs.emplace(key, std::move(graph).value()).first;
-  }
-  FDPP_RETURN_IF_ERROR(it->second->replay());
-  return backend->synchronize();
-}
-
 Status Engine::Impl::prefill(Sequence& s, std::vector<float>& scratch, int* first_token) {
-  const int n = static_cast<int>(s.tokens.size());
-  const int chunk = model->limits().max_tokens;
-  for (int start = 0; start < n; start += chunk)
-    FDPP_RETURN_IF_ERROR(
-        model->prefill_chunk(s.tokens.data() + start, std::min(chunk, n - start), s.slot, start));
+  FDPP_RETURN_IF_ERROR(step->prefill(s.slot, s.tokens));
   if (s.sampler.greedy()) {
-    FDPP_RETURN_IF_ERROR(model->download_next_ids(1));
-    FDPP_RETURN_IF_ERROR(backend->synchronize());
-    *first_token = model->inputs(1).next_ids[0];
+    FDPP_ASSIGN_OR_RETURN(*first_token, step->prefill_argmax());
   } else {
-    FDPP_RETURN_IF_ERROR(read_logits(*backend, model->logits(1), scratch));
+    FDPP_RETURN_IF_ERROR(step->read_logits(1, scratch));
     *first_token = s.sampler.sample(scratch);
   }
   return Status::Ok();
@@ -340,6 +246,7 @@ Result<std::vector<GenerationResult>> Engine::generate(const std::vector<Generat
   GenerationTiming t;
   std::vector<GenerationResult> results(requests.size());
   std::vector<float> scratch;
+  std::vector<DecodeRow> rows;
   for (size_t wave = 0; wave < requests.size(); wave += lim.max_batch) {
     const size_t end = std::min(requests.size(), wave + lim.max_batch);
     std::vector<std::unique_ptr<Sequence>> seqs;
@@ -368,27 +275,19 @@ Result<std::vector<GenerationResult>> Engine::generate(const std::vector<Generat
         if (!s->done) active.push_back(s.get());
       if (active.empty()) break;
       const int B = static_cast<int>(active.size());
-      const StepInputs in = I.model->inputs(B);
-      int max_len = 0;
-      for (int b = 0; b < B; ++b) {
-        const Sequence& s = *active[b];
-        const int pos = static_cast<int>(s.tokens.size()) - 1;
-        in.ids[b] = s.tokens.back();
-        in.positions[b] = pos;
-        in.slots[b] = s.slot;
-        in.lengths[b] = pos + 1;
-        max_len = std::max(max_len, pos + 1);
-      }
-      FDPP_RETURN_IF_ERROR(I.run_decode_step(B, decode_length_bucket(max_len, lim.context)));
+      rows.clear();
+      for (const Sequence* s : active)
+        rows.push_back({s->slot, s->tokens.back(), static_cast<int>(s->tokens.size()) - 1});
+      FDPP_RETURN_IF_ERROR(I.step->decode(rows));
       ++t.decode_steps;
       bool need_logits = false;
       for (auto* s : active) need_logits |= !s->sampler.greedy();
-      if (need_logits) FDPP_RETURN_IF_ERROR(read_logits(*I.backend, I.model->logits(B), scratch));
+      if (need_logits) FDPP_RETURN_IF_ERROR(I.step->read_logits(B, scratch));
       const int V = I.cfg.vocab_size;
       for (int b = 0; b < B; ++b) {
         Sequence& s = *active[b];
         const int token = s.sampler.greedy()
-                              ? in.next_ids[b]
+                              ? I.step->next_id(b)
                               : s.sampler.sample(std::span<const float>(scratch).subspan(size_t(b) * V, V));
         I.accept(s, token, on_token);
         ++t.generated_tokens;
@@ -411,165 +310,6 @@ Status Engine::Impl::check_sequence(const std::vector<int>& ids) const {
     if (id < 0 || id >= cfg.vocab_size)
       return OutOfRange(fmt::format("token id {} is outside the vocabulary [0, {})", id, cfg.vocab_size));
   return Status::Ok();
-}
-
-Result<std::vector<float>> Engine::teacher_forced_logits(const std::vector<int>& ids) {
-  Impl& I = *impl_;
-  FDPP_RETURN_IF_ERROR(I.check_sequence(ids));
-  const int n = static_cast<int>(ids.size());
-  const ModelLimits& lim = I.model->limits();
-  const int V = I.cfg.vocab_size;
-  std::vector<float> all(static_cast<size_t>(n) * V), rows;
-  for (int start = 0; start < n; start += lim.max_tokens) {
-    const int len = std::min(lim.max_tokens, n - start);
-    FDPP_RETURN_IF_ERROR(I.model->prefill_chunk(ids.data() + start, len, /*slot=*/0, start,
-                                                /*all_logits=*/true));
-    FDPP_RETURN_IF_ERROR(read_logits(*I.backend, I.model->logits(len), rows));
-    std::copy(rows.begin(), rows.end(), all.begin() + static_cast<size_t>(start) * V);
-  }
-  return all;
-}
-
-}  // namespace fdpp
-
-namespace fdpp {
-
-Result<std::vector<std::vector<float>>> Engine::teacher_forced_logits_decode(
-    const std::vector<std::vector<int>>& seqs) {
-  Impl& I = *impl_;
-  const ModelLimits& lim = I.model->limits();
-  if (seqs.empty() || static_cast<int>(seqs.size()) > lim.max_batch)
-    return InvalidArgument(fmt::format("{} sequences for a max batch of {}", seqs.size(), lim.max_batch));
-  size_t longest = 0;
-  for (const auto& s : seqs) {
-    FDPP_RETURN_IF_ERROR(I.check_sequence(s));
-    longest = std::max(longest, s.size());
-  }
-  const int V = I.cfg.vocab_size;
-  std::vector<std::vector<float>> out(seqs.size());
-  std::vector<float> rows;
-  // Position 0 of each sequence is a one-token prefill (there is no cache to decode against yet).
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const StepInputs in = I.model->inputs(1);
-    in.ids[0] = seqs[i][0];
-    in.positions[0] = 0;
-    in.slots[0] = static_cast<int>(i);
-    FDPP_RETURN_IF_ERROR(I.model->upload_inputs(1, 0));
-    ForwardPass pass;
-    pass.kind = ForwardPass::Kind::kPrefill;
-    pass.n_tokens = 1;
-    pass.slot = static_cast<int>(i);
-    FDPP_RETURN_IF_ERROR(I.model->forward(pass));
-    FDPP_RETURN_IF_ERROR(read_logits(*I.backend, I.model->logits(1), out[i]));
-  }
-  for (size_t t = 1; t < longest; ++t) {
-    std::vector<size_t> active;
-    for (size_t i = 0; i < seqs.size(); ++i)
-      if (seqs[i].size() > t) active.push_back(i);
-    const int B = static_cast<int>(active.size());
-    const StepInputs in = I.model->inputs(B);
-    for (int b = 0; b < B; ++b) {
-      in.ids[b] = seqs[active[b]][t];
-      in.positions[b] = static_cast<int>(t);
-      in.slots[b] = static_cast<int>(active[b]);
-      in.lengths[b] = static_cast<int>(t) + 1;
-    }
-    FDPP_RETURN_IF_ERROR(I.run_decode_step(B, decode_length_bucket(static_cast<int>(t) + 1, lim.context)));
-    FDPP_RETURN_IF_ERROR(read_logits(*I.backend, I.model->logits(B), rows));
-    for (int b = 0; b < B; ++b)
-      out[active[b]].insert(out[active[b]].end(), rows.begin() + size_t(b) * V, rows.begin() + size_t(b + 1) * V);
-  }
-  return out;
-}
-
-}  // namespace fdpp
-
-// ---- benchmarking -------------------------------------------------------------
-namespace fdpp {
-namespace {
-
-std::vector<int> random_prompt(int n, int vocab, uint64_t seed) {
-  // splitmix64, as the sampler: the same prompt on every platform.
-  std::vector<int> ids(n);
-  uint64_t s = seed;
-  for (int& id : ids) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    id = 3 + static_cast<int>((z ^ (z >> 31)) % static_cast<uint64_t>(vocab - 3));  // skip special ids
-  }
-  return ids;
-}
-
-}  // namespace
-
-Result<double> Engine::benchmark_prefill(int batch, int prompt_len, uint64_t seed) {
-  Impl& I = *impl_;
-  if (batch < 1 || batch > I.model->limits().max_batch || I.cfg.vocab_size < 4)
-    return InvalidArgument(fmt::format("benchmark_prefill: batch {} outside 1..{}", batch,
-                                       I.model->limits().max_batch));
-  std::vector<float> scratch;
-  std::vector<std::unique_ptr<Sequence>> seqs;
-  for (int b = 0; b < batch; ++b) {
-    GenerationRequest r{random_prompt(prompt_len, I.cfg.vocab_size, seed + b), {}};
-    r.sampling.temperature = 0;
-    FDPP_RETURN_IF_ERROR(I.check_sequence(r.prompt_ids));
-    seqs.push_back(std::make_unique<Sequence>(r, b, b));
-  }
-  FDPP_RETURN_IF_ERROR(I.backend->synchronize());
-  const auto t0 = Clock::now();
-  for (auto& s : seqs) {
-    int token = 0;
-    FDPP_RETURN_IF_ERROR(I.prefill(*s, scratch, &token));
-  }
-  return ms_since(t0);
-}
-
-Result<std::vector<double>> Engine::benchmark_decode(int batch, int prompt_len, int steps, uint64_t seed) {
-  Impl& I = *impl_;
-  const ModelLimits& lim = I.model->limits();
-  if (batch < 1 || batch > lim.max_batch || steps < 1 || prompt_len + steps + 2 > lim.context)
-    return InvalidArgument(fmt::format(
-        "benchmark_decode: batch {} (max {}), {} + {} + 2 positions (context {})", batch,
-        lim.max_batch, prompt_len, steps, lim.context));
-  GenerationRequest r{random_prompt(prompt_len, I.cfg.vocab_size, seed), {}};
-  r.sampling.temperature = 0;
-  FDPP_RETURN_IF_ERROR(I.check_sequence(r.prompt_ids));
-  Sequence s(r, 0, 0);
-  std::vector<float> scratch;
-  int token = 0;
-  FDPP_RETURN_IF_ERROR(I.prefill(s, scratch, &token));
-  // Every slot gets slot 0's cache: the same bytes to stream per sequence as distinct prompts.
-  const KVCache& cache = I.model->kv_cache();
-  for (int l = 0; l < cache.layout.n_layers; ++l) {
-    const Tensor k = cache.k_layer(l), v = cache.v_layer(l);  // (slots, kv_heads, capacity, head_dim)
-    for (int b = 1; b < batch; ++b) {
-      FDPP_RETURN_IF_ERROR(I.backend->copy(k.rows(0, 1), k.rows(b, b + 1)));
-      FDPP_RETURN_IF_ERROR(I.backend->copy(v.rows(0, 1), v.rows(b, b + 1)));
-    }
-  }
-  const StepInputs in = I.model->inputs(batch);
-  std::vector<double> ms;
-  for (int step = 0; static_cast<int>(ms.size()) < steps; ++step) {
-    const int pos = prompt_len + step;
-    if (pos + 1 > lim.context) return OutOfRange("benchmark_decode: the context filled up before the timed steps");
-    for (int b = 0; b < batch; ++b) {
-      in.ids[b] = token;
-      in.positions[b] = pos;
-      in.slots[b] = b;
-      in.lengths[b] = pos + 1;
-    }
-    const int bucket = decode_length_bucket(pos + 1, lim.context);
-    // A step that warms up or captures its graph is run but not timed (graph keys
-    // change when the length crosses a bucket boundary).
-    const bool timed = I.graphs_enabled() ? I.graphs.count({batch, bucket}) > 0 : step >= 2;
-    FDPP_RETURN_IF_ERROR(I.backend->synchronize());
-    const auto t0 = Clock::now();
-    FDPP_RETURN_IF_ERROR(I.run_decode_step(batch, bucket));
-    if (timed && static_cast<int>(ms.size()) < steps) ms.push_back(ms_since(t0));
-    token = in.next_ids[0];
-  }
-  return ms;
 }
 
 }  // namespace fdpp

@@ -1,4 +1,4 @@
-// load_tokenizer: picks the tokenizer of a model folder by its files and architecture,
+// load_tokenizer: picks the tokenizer of a model folder by its files and the family's hints,
 // and reads the Hugging Face side files (tokenizer_config.json, special_tokens_map.json)
 // for BOS/EOS and special tokens.
 #include <fstream>
@@ -112,32 +112,31 @@ Result<SpecialTokenFiles> read_special_files(const fs::path& dir) {
 
 Result<std::unique_ptr<Tokenizer>> load_sentencepiece(const fs::path& model_file,
                                                       const SpecialTokenFiles& files,
-                                                      const ModelConfig& cfg) {
-  if (cfg.arch == Architecture::kChatGlm) {
+                                                      const TokenizerHints& hints) {
+  if (hints.sentencepiece == TokenizerHints::SentencePiece::kChatGlm) {
     FDPP_ASSIGN_OR_RETURN(auto tok, ChatGlmTokenizer::load(model_file));
     return std::unique_ptr<Tokenizer>(std::move(tok));
   }
   SentencePieceTokenizer::Options opts;
-  opts.add_bos = files.add_bos.value_or(true);  // LlamaTokenizer's defaults
+  opts.add_bos = files.add_bos.value_or(hints.sentencepiece_add_bos);
   opts.add_eos = files.add_eos.value_or(false);
   opts.bos_piece = files.bos;
   opts.eos_piece = files.eos;
-  opts.fallback_bos_id = cfg.bos_token_id;
-  opts.fallback_eos_id = cfg.eos_token_ids.empty() ? -1 : cfg.eos_token_ids.front();
+  opts.fallback_bos_id = hints.fallback_bos_id;
+  opts.fallback_eos_id = hints.fallback_eos_id;
   FDPP_ASSIGN_OR_RETURN(auto tok, SentencePieceTokenizer::load(model_file, opts));
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
 Result<std::unique_ptr<Tokenizer>> load_gpt2_bpe(const fs::path& dir,
                                                  const SpecialTokenFiles& files,
-                                                 const ModelConfig& cfg) {
+                                                 const TokenizerHints& hints) {
   Gpt2BpeTokenizer::Options opts;
-  // OPT prepends its BOS (</s>) to every prompt; GPT-2 adds none.
-  opts.add_bos = files.add_bos.value_or(cfg.arch == Architecture::kOpt);
+  opts.add_bos = files.add_bos.value_or(hints.bpe_add_bos);
   opts.bos_piece = files.bos;
   opts.eos_piece = files.eos;
-  opts.fallback_bos_id = cfg.bos_token_id;
-  opts.fallback_eos_id = cfg.eos_token_ids.empty() ? -1 : cfg.eos_token_ids.front();
+  opts.fallback_bos_id = hints.fallback_bos_id;
+  opts.fallback_eos_id = hints.fallback_eos_id;
   // Without the side files, the special tokens GPT-2 and OPT folders declare.
   opts.special_pieces =
       files.present ? files.specials : std::vector<std::string>{"<|endoftext|>", "<s>",   "<pad>",
@@ -150,7 +149,7 @@ Result<std::unique_ptr<Tokenizer>> load_gpt2_bpe(const fs::path& dir,
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const fs::path& model_dir,
-                                                  const ModelConfig& cfg) {
+                                                  const TokenizerHints& hints) {
   std::error_code ec;
   const fs::path sp_file = model_dir / "tokenizer.model";
   const bool has_sp = fs::is_regular_file(sp_file, ec);
@@ -167,11 +166,11 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const fs::path& model_dir,
   FDPP_ASSIGN_OR_RETURN(const SpecialTokenFiles files, read_special_files(model_dir));
   FDPP_ASSIGN_OR_RETURN(
       std::unique_ptr<Tokenizer> tok,
-      has_sp ? load_sentencepiece(sp_file, files, cfg) : load_gpt2_bpe(model_dir, files, cfg));
-  if (cfg.vocab_size > 0 && tok->vocab_size() > cfg.vocab_size)
+      has_sp ? load_sentencepiece(sp_file, files, hints) : load_gpt2_bpe(model_dir, files, hints));
+  if (hints.vocab_size > 0 && tok->vocab_size() > hints.vocab_size)
     return InvalidArgument(
         model_dir.string() + ": the tokenizer has " + std::to_string(tok->vocab_size()) +
-        " tokens but the model's vocab_size is " + std::to_string(cfg.vocab_size) +
+        " tokens but the model's vocab_size is " + std::to_string(hints.vocab_size) +
         ": its ids would index past the embedding");
   return tok;
 }

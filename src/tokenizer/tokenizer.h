@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "fdpp/status.h"
-#include "model/config.h"
 
 namespace fdpp {
 
@@ -73,15 +72,31 @@ class Tokenizer {
   bool add_eos_ = false;
 };
 
+// What the model's family tells load_tokenizer (model/families/<name>/family.cpp builds it from
+// the config): which tokenizer reads a tokenizer.model, the defaults where
+// tokenizer_config.json is silent, and the config's ids and vocabulary size. The defaults
+// here are the Llama family's.
+struct TokenizerHints {
+  // Which tokenizer a tokenizer.model file is: plain SentencePiece, or ChatGLM2's (its
+  // special tokens and prompt prefix on top).
+  enum class SentencePiece { kPlain, kChatGlm };
+  SentencePiece sentencepiece = SentencePiece::kPlain;
+  bool sentencepiece_add_bos = true;  // LlamaTokenizer adds BOS; add_bos_token overrides
+  bool bpe_add_bos = false;           // GPT-2 adds none (OPT: its </s>); add_bos_token overrides
+  int fallback_bos_id = -1;  // the config's BOS / EOS, for files that name no piece (-1: none)
+  int fallback_eos_id = -1;
+  int vocab_size = 0;        // the model's; 0 skips the check
+};
+
 // The tokenizer of a Hugging Face model folder: tokenizer.model (SentencePiece; the
-// ChatGLM2 tokenizer when cfg.arch is ChatGLM) or vocab.json + merges.txt (GPT-2
-// byte-level BPE; OPT adds its BOS by default), plus tokenizer_config.json and
-// special_tokens_map.json when present (add_bos_token, add_eos_token, bos_token,
-// eos_token, the special tokens). NotFound when the folder has no tokenizer fdpp can
-// read (the CLI then works on token ids: --prompt-ids); Corrupt for unreadable
-// tokenizer files; InvalidArgument when the vocabulary exceeds cfg.vocab_size (ids
-// the model cannot embed). cfg.vocab_size == 0 skips that check.
+// ChatGLM2 tokenizer when the hints say so) or vocab.json + merges.txt (GPT-2 byte-level
+// BPE), plus tokenizer_config.json and special_tokens_map.json when present (add_bos_token,
+// add_eos_token, bos_token, eos_token, the special tokens). NotFound when the folder has no
+// tokenizer fdpp can read (the CLI then works on token ids: --prompt-ids); Corrupt for
+// unreadable tokenizer files; InvalidArgument when the vocabulary exceeds hints.vocab_size
+// (ids the model cannot embed). The overload taking a ModelConfig (model/model_tokenizer.h)
+// asks the config's family for the hints.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::filesystem::path& model_dir,
-                                                  const ModelConfig& cfg);
+                                                  const TokenizerHints& hints);
 
 }  // namespace fdpp

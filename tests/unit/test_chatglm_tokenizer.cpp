@@ -9,6 +9,7 @@
 
 #include "common/test_util.h"
 #include "model/config.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/chatglm_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/utf8.h"

@@ -16,6 +16,7 @@
 #include "common/test_util.h"
 #include "fixtures/gpt2_fixtures.h"
 #include "model/config.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/gpt2_bpe_tokenizer.h"
 #include "tokenizer/gpt2_pretokenizer.h"
 #include "tokenizer/stream_decoder.h"

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"

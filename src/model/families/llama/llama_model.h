@@ -3,7 +3,7 @@
 // chatglm3-6b). ChatGLM2 is the same network; what differs is data, not code: multi-query
 // attention (multi_query_group_num KV heads), a bias on the fused query_key_value, rotary on
 // the first half of each head in interleaved pairs (ModelConfig::rope), an optional final
-// norm (post_layer_norm), and its tensor names (weight_specs.cpp).
+// norm (post_layer_norm), and its tensor names (chatglm/weights.cpp).
 #pragma once
 
 #include "model/model.h"

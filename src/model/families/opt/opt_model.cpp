@@ -1,4 +1,4 @@
-#include "model/opt.h"
+#include "model/families/opt/opt_model.h"
 
 namespace fdpp {
 

@@ -1,4 +1,4 @@
-#include "model/llama.h"
+#include "model/families/llama/llama_model.h"
 
 namespace fdpp {
 
