@@ -3,7 +3,7 @@
 # CUDA is optional: with nvcc at /usr/local/cuda (or on PATH) the CUDA backend builds too.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev
-      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev)
+      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev python3-jinja2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
