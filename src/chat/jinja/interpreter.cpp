@@ -316,7 +316,7 @@ Value Interpreter::call_macro(const Node& n, const std::vector<Frame>& closure, 
     for (const auto& [name, v] : frames_.back()) bound |= name == n.names[k];
     if (!bound) assign(n.names[k], n.kids[k] ? eval(*n.kids[k]) : undefined_named(n.names[k]));
   }
-  assign("varargs", Value::make_list(std::move(varargs)));
+  assign("varargs", Value::make_list(std::move(varargs), /*tuple=*/true));
   assign("kwargs", Value::make_dict(std::move(kwargs)));
   std::string out;
   exec_body(n.body, out);

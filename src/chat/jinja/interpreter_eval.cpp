@@ -186,7 +186,7 @@ Value Interpreter::eval_binary(const Node& n) {
     if (!is_intlike(count) || !(seq.is_string() || seq.is_list())) unsupported();
     int64_t times = std::max<int64_t>(0, as_int(count));
     size_t unit = seq.is_string() ? seq.str().size() : seq.list->size();
-    if (unit && times > static_cast<int64_t>(SIZE_MAX / unit)) check_size(SIZE_MAX);
+    if (unit && static_cast<uint64_t>(times) > SIZE_MAX / unit) check_size(SIZE_MAX);
     check_size(unit * times);
     charge(static_cast<int64_t>(unit * times / 64));
     if (seq.is_string()) {

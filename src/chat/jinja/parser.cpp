@@ -286,7 +286,7 @@ class Parser {
     auto t = node(N::kTuple, at);
     t->kids.push_back(std::move(first));
     while (accept_op(",")) {
-      if (peek().type == Tok::kBlockEnd || peek().type == Tok::kVarEnd || is_name("if")) break;
+      if (peek().type == Tok::kBlockEnd || peek().type == Tok::kVarEnd || is_name("if") || is_op(")")) break;
       t->kids.push_back(no_condexpr ? parse_or() : parse_expression());
     }
     return t;

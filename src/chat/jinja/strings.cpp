@@ -25,7 +25,13 @@ std::string py_strip(const std::string& s, const std::string* chars, bool left, 
 
 std::string py_upper(const std::string& s) {
   std::string out;
-  for (char32_t c : decode_utf8(s)) append_utf8(out, to_upper(c));
+  for (char32_t c : decode_utf8(s)) {
+    if (c == 0xdf) {  // ß has no one-letter capital: Python's str.upper() writes "SS"
+      out += "SS";
+      continue;
+    }
+    append_utf8(out, to_upper(c));
+  }
   return out;
 }
 std::string py_lower(const std::string& s) {

@@ -166,7 +166,7 @@ std::string format_float(double d) {
   for (size_t k = 0; k < epos; ++k)
     if (sci[k] != '.') digits += sci[k];
   std::string out = neg ? "-" : "";
-  if (exp >= -5 && exp < 16) {
+  if (exp >= -4 && exp < 16) {
     if (exp < 0) {
       out += "0." + std::string(-exp - 1, '0') + digits;
     } else if (static_cast<int>(digits.size()) <= exp + 1) {
