@@ -106,9 +106,11 @@ Result<ChatTemplate> load_chat_template(const std::filesystem::path& dir, const 
     t.origin = config.string();
     if (Status s = take_templates(cfg["chat_template"], config.string(), t); !s.ok()) return s;
   } else {
-    // ChatGLM2 writes its prompt format in Python (build_prompt), not in a template.
-    auto mc = load_model_config(dir);
-    if (mc.ok() && mc->model_type == "chatglm") {
+    // ChatGLM2 writes its prompt format in Python (build_prompt), not in a template. The
+    // tokenizer folder names its class; a model folder's config.json its model_type.
+    const bool glm_tokenizer = cfg.is_object() && cfg.value("tokenizer_class", "") == "ChatGLMTokenizer";
+    auto mc = glm_tokenizer ? Result<ModelConfig>(NotFound("")) : load_model_config(dir);
+    if (glm_tokenizer || (mc.ok() && mc->model_type == "chatglm")) {
       t.origin = "built-in ChatGLM2 format";
       t.chatglm2 = true;
       return t;
@@ -171,11 +173,56 @@ Result<std::string> render_chat(const ChatTemplate& t, const ChatContext& ctx) {
 
 Result<std::vector<int>> tokenize_chat(const std::filesystem::path& model_dir, const ChatTemplate& t,
                                        const std::string& prompt) {
-  auto cfg = load_model_config(model_dir);
-  if (!cfg.ok()) return cfg.status();
-  auto tok = load_tokenizer(model_dir, *cfg);
+  // A tokenizer-only folder has no config.json: its tokenizer files alone decide, with no
+  // vocabulary bound (vocab_size 0 skips load_tokenizer's check against the model).
+  ModelConfig cfg;
+  if (std::filesystem::exists(model_dir / "config.json")) {
+    auto c = load_model_config(model_dir);
+    if (!c.ok()) return c.status();
+    cfg = std::move(*c);
+  } else if (t.chatglm2) {
+    cfg.arch = Architecture::kChatGlm;
+    cfg.model_type = "chatglm";
+  }
+  auto tok = load_tokenizer(model_dir, cfg);
   if (!tok.ok()) return tok.status();
-  return (*tok)->encode(prompt, /*add_bos=*/t.chatglm2);
+  const Tokenizer& tk = **tok;
+  if (t.chatglm2) return tk.encode(prompt, /*add_bos=*/true);
+  // transformers splits the text at its special tokens' strings before tokenizing, so the
+  // "<s>" a Llama-2 template writes is the BOS id, not the characters < s >. fdpp's
+  // tokenizers that do not match such text themselves get the same split here.
+  std::vector<std::pair<std::string, int>> specials;
+  for (int id : {tk.bos_id(), tk.eos_id()}) {
+    if (id < 0) continue;
+    std::string text = tk.token_text(id);
+    if (text.empty()) continue;
+    auto as_text = tk.encode(text, false);
+    if (as_text.ok() && as_text->size() == 1 && (*as_text)[0] == id) continue;  // already matched
+    specials.emplace_back(text, id);
+  }
+  std::vector<int> ids;
+  size_t pos = 0;
+  while (pos <= prompt.size()) {
+    size_t best = std::string::npos;
+    const std::pair<std::string, int>* hit = nullptr;
+    for (const auto& sp : specials) {
+      size_t at = prompt.find(sp.first, pos);
+      if (at < best) {
+        best = at;
+        hit = &sp;
+      }
+    }
+    std::string_view segment = std::string_view(prompt).substr(pos, hit ? best - pos : std::string::npos);
+    if (!segment.empty()) {
+      auto part = tk.encode(segment, false);
+      if (!part.ok()) return part.status();
+      ids.insert(ids.end(), part->begin(), part->end());
+    }
+    if (!hit) break;
+    ids.push_back(hit->second);
+    pos = best + hit->first.size();
+  }
+  return ids;
 }
 
 }  // namespace fdpp
