@@ -5,7 +5,7 @@
 # Installs only what is missing, so a second run changes nothing.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev
-      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev python3)
+      libcli11-dev libfmt-dev libspdlog-dev libgtest-dev python3 python3-jinja2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,5 +29,6 @@ void add_bench_gemm(CLI::App& app, int& exit_code);
 void add_calibrate(CLI::App& app, int& exit_code);
 void add_bench_attention(CLI::App& app, int& exit_code);
 void add_tune(CLI::App& app, int& exit_code);
+void add_template(CLI::App& app, int& exit_code);
 
 }  // namespace fdpp::cli

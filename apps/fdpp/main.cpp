@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   fdpp::cli::add_calibrate(app, exit_code);
   fdpp::cli::add_bench_attention(app, exit_code);
   fdpp::cli::add_tune(app, exit_code);
+  fdpp::cli::add_template(app, exit_code);
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info); });
   try {
     app.parse(argc, argv);
