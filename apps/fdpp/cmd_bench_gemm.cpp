@@ -22,7 +22,7 @@
 #include "backend/cuda/bench/read_bandwidth.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_info.h"
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 #endif
 
 namespace fdpp::cli {

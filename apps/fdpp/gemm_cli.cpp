@@ -1,6 +1,6 @@
 #include "gemm_cli.h"
 
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 
 namespace fdpp::cli {
 

@@ -22,7 +22,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/attention/split_plan.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 #include "gpu/gpu_test_util.h"
 
 namespace fdpp {

@@ -15,8 +15,8 @@
 #include "fdpp/engine.h"
 #include "gpu/gpu_test_util.h"
 #include "model/config.h"
-#include "runtime/calibration.h"
-#include "runtime/score_statistics.h"
+#include "tuning/calibration.h"
+#include "tuning/score_statistics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {
