@@ -2,7 +2,7 @@
 // attention scores s = q·k/√d of every layer, prints the range that covers 99.99% of them
 // (FlashDecoding++'s Figure 5) with the fallback rates each φ source would have, and writes
 // φ per layer (and per KV head) to the calibration file the engine loads
-// (runtime/calibration.h; design.md, Technique 1).
+// (tuning/calibration.h; design.md, Technique 1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,8 +15,8 @@
 #include "fdpp/engine.h"
 #include "model/config.h"
 #include "model/model.h"
-#include "runtime/calibration.h"
-#include "runtime/score_statistics.h"
+#include "tuning/calibration.h"
+#include "tuning/score_statistics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp::cli {

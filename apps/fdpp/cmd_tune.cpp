@@ -20,13 +20,16 @@
 #include "gemm_cli.h"
 #include "model/config.h"
 #include "progress_bar.h"
-#include "runtime/gemm_table_setup.h"
+#include "tuning/gemm_table_setup.h"
 #ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/bench/gemm_tune.h"
+#include "backend/cuda/bench/gemm_timing.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
-#include "backend/gemm_table.h"
+#include "dispatch/gemm_table.h"
+#include "tuning/gemm_table_derive.h"
+#include "tuning/gemm_table_files.h"
+#include "tuning/gemm_tune.h"
 #endif
 
 namespace fdpp::cli {
@@ -117,15 +120,15 @@ int run_tune(const TuneOptions& o) {
   if (!info.ok()) return fail(info.status());
   const GpuIdentity gpu = cuda::gpu_identity(*info);
 
-  const std::vector<cuda::GemmBenchShape> shapes = model_gemm_bench_shapes(*cfg);
-  cuda::GemmTuneOptions to;
+  const std::vector<GemmTimingShape> shapes = model_gemm_tune_shapes(*cfg);
+  GemmTuneOptions to;
   to.max_m = o.max_m;
   to.reps = o.reps;
   for (int v : o.splits)
     if (v < 1) return fail("--splits: counts must be positive");
   to.splits = o.splits;
   to.cublas_algos = o.cublas_algos;
-  const std::vector<int> ms = cuda::tune_ms(o.max_m);
+  const std::vector<int> ms = tune_ms(o.max_m);
   const int passes = o.no_verify ? 1 : 2;
 
   // ---- measure ----
@@ -134,16 +137,16 @@ int run_tune(const TuneOptions& o) {
   {
     ProgressBar bar(fmt::format("tune {} ({} shapes, M 1..{}{})", info->name, shapes.size(),
                                 ms.back(), passes == 2 ? ", 2 passes" : ""),
-                    cuda::gemm_tune_measurements(shapes.size(), ms, o.splits.size(),
-                                                 o.cublas_algos, to.gemv_splits.size()) *
+                    gemm_tune_measurements(shapes.size(), ms, o.splits.size(), o.cublas_algos,
+                                           to.gemv_splits.size()) *
                         passes);
-    const auto progress = [&](const cuda::GemmMeasurement& r) {
+    const auto progress = [&](const GemmTiming& r) {
       bar.step(fmt::format("{} M={} {}", r.shape, r.m, impl_choice_name(r.choice)));
     };
-    table = cuda::tune_gemm_table(**be, shapes, to, progress, &derived_from);
+    table = tune_gemm_table(**be, shapes, to, progress, &derived_from);
     if (!table.ok()) return fail(table.status());
     if (passes == 2) {
-      auto v = cuda::measure_gemm_timings(**be, shapes, to, progress);
+      auto v = measure_gemm_timings(**be, shapes, to, progress);
       if (!v.ok()) return fail(v.status());
       verify = std::move(v).value();
     }
@@ -188,7 +191,7 @@ int run_tune(const TuneOptions& o) {
     print_regret_point(*table, *worst, dtype, verify, derived_from);
   if (!within)
     spdlog::warn("the table's regret exceeds {} (timing noise? try --reps 30)", pct(kMaxRegret));
-  // Near ties alone at batch 1 (backend/gemm_table.h: kStepTieMargin): the decode step can
+  // Near ties alone at batch 1 (tuning/gemm_table_derive.h: kStepTieMargin): the decode step can
   // order them differently from the alone-timing, which this tune cannot see.
   const std::vector<GemmStepTie> ties = gemm_step_ties(derived_from, 1);
   if (!ties.empty()) {
@@ -291,7 +294,7 @@ void add_tune(CLI::App& app, int& exit_code) {
   sub->add_option("--cache-dir", o->cache_dir,
                   "cache directory (default: $FDPP_CACHE_DIR, $XDG_CACHE_HOME/fdpp, ~/.cache/fdpp)");
   sub->add_option("--emit-cpp", o->emit_cpp,
-                  "also write the table as the built-in defaults source (src/backend/gemm_table_h200.cpp)");
+                  "also write the table as the built-in defaults source (src/dispatch/gemm_table_h200.cpp)");
   add_pdl_option(sub, o->pdl);
   sub->add_option("--json-out", o->json_out, "also write every measurement and the regrets (scripts/plot_tune.py)");
   sub->add_option("--splits", o->splits,

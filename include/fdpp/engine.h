@@ -24,7 +24,7 @@ struct ModelConfig;
 class Tokenizer;
 class Backend;
 class Model;
-struct GemmTableTune;  // runtime/gemm_table_setup.h
+struct GemmTableTune;  // tuning/gemm_table_setup.h
 
 struct EngineOptions {
   std::filesystem::path model_dir;

@@ -6,7 +6,7 @@
 #include "fdpp/bench.h"
 #include "model/config.h"
 #include "model/gemm_shapes.h"
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 #ifdef FDPP_HAVE_CUDA
 #include "backend/cuda/bench/gemm_bench.h"
 #include "backend/cuda/cuda_backend.h"

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "backend/gemm_timing.h"
+#include "dispatch/gemm_table.h"
+
 namespace fdpp {
 
 namespace {
@@ -79,6 +82,21 @@ Status Backend::apply_prologue(const Tensor& x, const LinearPrologue& pro) {
     case LinearPrologue::Kind::kSiluMul: return silu_mul(x, pro.scratch);
   }
   return InvalidArgument("fused_linear: unknown prologue");
+}
+
+Status Backend::set_gemm_table(std::shared_ptr<const TunedGemmTable> table) {
+  return Unsupported(
+      fmt::format("a GEMM table needs the CUDA backend, not {}", device_name(device())));
+}
+
+Result<GpuIdentity> Backend::gpu_identity() const {
+  return Unsupported(fmt::format("the {} backend has no GPU identity", device_name(device())));
+}
+
+Result<std::vector<GemmTiming>> Backend::time_gemms(const GemmTimingRequest& request,
+                                                    const GemmTimingProgress& progress) {
+  return Unsupported(
+      fmt::format("GEMM timing needs the CUDA backend, not {}", device_name(device())));
 }
 
 }  // namespace fdpp

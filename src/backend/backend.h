@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/tensor.h"
 #include "fdpp/status.h"
@@ -61,7 +63,7 @@ struct RopeAppendArgs {
   Tensor q_out;      // (T, n_heads, head_dim): rotated queries
 };
 
-// How attention normalises its softmax (design.md, Technique 1; backend/softmax_range.h).
+// How attention normalises its softmax (design.md, Technique 1; dispatch/softmax_range.h).
 enum class SoftmaxMode : uint8_t {
   kSynchronized,  // online softmax: running row max, accumulator rescaled when it moves
   kUnified,       // one φ per row known up front: e^(s-φ) summed without rescaling; rows
@@ -96,7 +98,7 @@ struct AttentionDecodeArgs {
 // Optional side output of attention_prefill for `fdpp calibrate`: the distribution of the
 // scaled scores s = scale·q·k over the call's causal (query, key) pairs. Empty: none.
 struct ScoreStatsArgs {
-  Tensor histogram;  // i32 (kScoreBins): counts added per bin of s (backend/softmax_range.h)
+  Tensor histogram;  // i32 (kScoreBins): counts added per bin of s (dispatch/softmax_range.h)
   Tensor minmax;     // f32 (2): min and max of s, lowered / raised in place
   Tensor row_max;    // f32 (T, n_heads): max_j s of each query row, written
 };
@@ -158,6 +160,12 @@ struct LinearPrologue {
   }
 };
 
+class TunedGemmTable;       // dispatch/gemm_table.h
+struct GpuIdentity;         // dispatch/gemm_table.h
+struct GemmTimingRequest;   // backend/gemm_timing.h
+struct GemmTiming;          // backend/gemm_timing.h
+using GemmTimingProgress = std::function<void(const GemmTiming&)>;
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -191,6 +199,19 @@ class Backend {
     return Unsupported("this backend cannot capture graphs");
   }
   Result<KVCache> alloc_kv_cache(const KVCacheLayout& layout);
+
+  // ---- GEMM dispatch table (optional) ----------------------------------------
+  // Only a backend with several GEMM implementations has a table to choose between them;
+  // the defaults say Unsupported (the CPU backend has one linear()).
+  // linear() / fused_linear() consult `table` from the next call on; graphs captured
+  // before keep the plan they were captured with.
+  virtual Status set_gemm_table(std::shared_ptr<const TunedGemmTable> table);
+  // What a table is keyed by (the device's name, SM count, compute capability, runtime).
+  virtual Result<GpuIdentity> gpu_identity() const;
+  // Times every implementation the request names (backend/gemm_timing.h), each forced
+  // past the table and the policy; `progress` (if set) is called after each timing.
+  virtual Result<std::vector<GemmTiming>> time_gemms(const GemmTimingRequest& request,
+                                                     const GemmTimingProgress& progress);
 
   // ---- ops ----------------------------------------------------------------
   // out[t, :] = table[ids[t], :]; ids outside [0, V) are an error on the CPU and

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-#include "backend/gemm_table.h"  // fdpp_cache_dir
+#include "tuning/gemm_table_files.h"  // fdpp_cache_dir
 
 namespace fdpp {
 namespace fs = std::filesystem;

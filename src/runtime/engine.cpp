@@ -6,20 +6,17 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/backend.h"
-#include "backend/gemm_policy.h"
+#include "backend/make_backend.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "model/model_tokenizer.h"
 #include "model/safetensors.h"
 #include "runtime/decode_step.h"
 #include "runtime/engine_impl.h"
-#include "runtime/gemm_table_setup.h"
 #include "runtime/softmax_setup.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
-#ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
+#include "tuning/gemm_table_setup.h"
 
 namespace fdpp {
 
@@ -33,53 +30,13 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-bool cuda_available() {
-#ifdef FDPP_HAVE_CUDA
-  return cuda::cuda_device_available();
-#else
-  return false;
-#endif
-}
+bool cuda_available() { return cuda_backend_available(); }
 
 namespace {
 
 using engine_detail::Clock;
 using engine_detail::ms_since;
 using Sequence = engine_detail::Sequence;
-
-// *pdl: whether the CUDA backend launches with programmatic dependent launch (false on the CPU).
-Result<std::unique_ptr<Backend>> make_backend(const EngineOptions& o, const ModelConfig& cfg,
-                                              bool* pdl) {
-  *pdl = false;
-  GemmPolicy gemm = GemmPolicy::kAuto;  // the CPU backend has one linear(); any valid name is fine
-  if (!parse_gemm_policy(o.gemm, &gemm))
-    return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
-  if (o.device == "cpu") {
-    if (!o.dtype.empty() && o.dtype != "fp32" && o.dtype != "f32")
-      return InvalidArgument(fmt::format("--dtype {}: the CPU backend computes in fp32 only", o.dtype));
-    return make_cpu_backend();
-  }
-  if (o.device != "cuda") return InvalidArgument(fmt::format("unknown device '{}' (cpu or cuda)", o.device));
-#ifdef FDPP_HAVE_CUDA
-  DType dtype = DType::kF16;  // an f32 checkpoint runs in fp16 on the GPU
-  if (!o.dtype.empty()) {
-    if (!parse_dtype(o.dtype, &dtype) || dtype == DType::kF32)
-      return InvalidArgument(fmt::format("--dtype {}: the CUDA backend runs fp16 or bf16", o.dtype));
-  } else if (cfg.torch_dtype == DType::kBF16) {
-    dtype = DType::kBF16;
-  }
-  cuda::CudaBackendOptions co;
-  co.activation_dtype = dtype;
-  co.gemm = gemm;
-  co.pdl = o.pdl;
-  co.fuse_prologues = o.fuse;
-  FDPP_ASSIGN_OR_RETURN(auto be, cuda::make_cuda_backend(co));
-  *pdl = be->pdl();
-  return std::unique_ptr<Backend>(std::move(be));
-#else
-  return Unsupported("this fdpp was built without CUDA (configure with -DFDPP_CUDA=ON)");
-#endif
-}
 
 }  // namespace
 
@@ -113,7 +70,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& o) {
   }
 
   FDPP_ASSIGN_OR_RETURN(SafetensorsModel st, SafetensorsModel::open(o.model_dir));
-  FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(o, cfg, &impl->pdl));
+  const BackendOptions bo{.device = o.device, .dtype = o.dtype, .checkpoint_dtype = cfg.torch_dtype,
+                          .gemm = o.gemm, .pdl = o.pdl, .fuse = o.fuse};
+  FDPP_ASSIGN_OR_RETURN(impl->backend, make_backend(bo, &impl->pdl));
   Backend& be = *impl->backend;
   // Before the weights take their memory: --autotune times rotated weight copies.
   GemmTableTune tuned;

@@ -7,7 +7,7 @@
 
 #include "fdpp/engine.h"
 #include "model/model.h"
-#include "runtime/calibration.h"
+#include "tuning/calibration.h"
 #include "runtime/softmax_setup.h"
 
 namespace fdpp {

@@ -43,7 +43,7 @@ std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1,
 }
 
 // --autotune at engine start: the shapes are tuned, the batch-1 near ties settled by timed
-// decode steps (runtime/gemm_table_setup.h), the table saved into the cache directory and
+// decode steps (tuning/gemm_table_setup.h), the table saved into the cache directory and
 // used; the steps it timed are not counted in the softmax record, and the model still says
 // what the reference says. Whether the settling itself runs depends on the tune: on the
 // H200 stories260K's GEMVs beat cuBLASLt at M = 1 by more than kStepTieMargin, so it does

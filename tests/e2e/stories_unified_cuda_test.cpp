@@ -17,8 +17,8 @@
 #include "common/gpu_test_util.h"
 #include "e2e/e2e_util.h"
 #include "model/config.h"
-#include "runtime/calibration.h"
-#include "runtime/score_statistics.h"
+#include "tuning/calibration.h"
+#include "tuning/score_statistics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {

@@ -20,7 +20,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
-#include "backend/gemm_table.h"
+#include "dispatch/gemm_table.h"
 #include "common/gpu_test_util.h"
 
 namespace fdpp {

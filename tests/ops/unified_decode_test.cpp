@@ -25,7 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/attention/split_plan.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 #include "common/gpu_test_util.h"
 #include "ops/op_harness.h"
 

@@ -1,7 +1,7 @@
 // Unified-max prefill attention (design.md, Technique 1) against the CPU reference under
 // flash-attention's tolerance rule: the odd-size sweep (T 1..1025, start_pos 0/37, GQA 1..8,
 // head_dim 64/128 on tensor cores with fp16 or bf16 P, 8 on the generic kernel) with φ
-// fitted per head to the rows (runtime/score_analysis.h); the fallback counter equals the
+// fitted per head to the rows (tuning/score_analysis.h); the fallback counter equals the
 // rows the host's range check rejects (up to rows within rounding of a bound). Then forced
 // fallbacks: φ far below (fp16 P would overflow) and far above (underflow) every row, a
 // "sink" key in one head only, T = 1; the last row's max kept for row-following φ; the
@@ -24,10 +24,10 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/attention/prefill.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 #include "common/gpu_test_util.h"
 #include "ops/op_harness.h"
-#include "runtime/score_analysis.h"
+#include "tuning/score_analysis.h"
 
 namespace fdpp {
 namespace {

@@ -16,14 +16,14 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/ops.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 #include "common/test_util.h"
 #include "core/half.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
-#include "runtime/calibration.h"
-#include "runtime/score_analysis.h"
-#include "runtime/score_statistics.h"
+#include "tuning/calibration.h"
+#include "tuning/score_analysis.h"
+#include "tuning/score_statistics.h"
 
 namespace fdpp {
 namespace {

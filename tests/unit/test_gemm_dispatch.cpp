@@ -1,4 +1,4 @@
-// The GEMM dispatch decision (backend/gemm_plan.h) as a pure function: the
+// The GEMM dispatch decision (dispatch/gemm_plan.h) as a pure function: the
 // built-in M thresholds, shapes the custom kernels cannot run (→ cuBLASLt),
 // forced policies, an injected table, and the split-K plans the kernels are
 // launched with. CUDA-free, so CI checks it without a GPU.
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 
 namespace fdpp {
 namespace {

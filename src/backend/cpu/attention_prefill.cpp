@@ -11,7 +11,7 @@
 
 #include "backend/cpu/check.h"
 #include "backend/cpu/ops.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp::cpu {
 namespace {

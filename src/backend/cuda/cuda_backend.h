@@ -23,7 +23,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/launch.h"
-#include "backend/gemm_policy.h"
+#include "dispatch/gemm_policy.h"
 
 namespace fdpp::cuda {
 
@@ -106,6 +106,12 @@ class CudaBackend final : public Backend {
   Status activation(const Tensor& x, const Tensor& out, Activation act) override;
   // logits of the activation dtype or f32.
   Status argmax(const Tensor& logits, const Tensor& ids) override;
+
+  // ---- GEMM dispatch table (cuda_backend_gemm_table.cpp) ------------------------
+  Status set_gemm_table(std::shared_ptr<const TunedGemmTable> table) override;
+  Result<GpuIdentity> gpu_identity() const override;
+  Result<std::vector<GemmTiming>> time_gemms(const GemmTimingRequest& request,
+                                             const GemmTimingProgress& progress) override;
 
   // ---- CUDA specifics -----------------------------------------------------------
   cudaStream_t stream() const { return stream_; }

@@ -2,7 +2,7 @@
 // and acc are relative to the same φ, so the row's output is just
 //   out = Σ_s acc_s / Σ_s l_s
 // with no exponentials and no rescale, and the row max m* = max_s m_s (each split's local
-// max, tracked in registers) is known for the range check of backend/softmax_range.h.
+// max, tracked in registers) is known for the range check of dispatch/softmax_range.h.
 //
 // A row that fails the check (m* − φ outside [a, b], a non-finite or zero den, a
 // non-finite output) is recomputed here, in the same CTA: the splits whose φ-relative

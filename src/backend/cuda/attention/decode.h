@@ -81,7 +81,7 @@ bool decode_uses_fast_kernel(const DecodeParams& p);
 
 // The type the unified split kernel that serves these parameters holds P in: fp16/bf16 for
 // the tensor-core kernel (head_dim 64, 128), fp32 for the CUDA-core ones. The range check of
-// backend/softmax_range.h and the center of row-following φ depend on it.
+// dispatch/softmax_range.h and the center of row-following φ depend on it.
 UnifiedType decode_unified_type(const DecodeParams& p, DType dtype);
 
 // Resident CTAs per SM of the kernel decode_uses_fast_kernel and decode_uses_tensor_cores

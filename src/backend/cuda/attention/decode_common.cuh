@@ -66,7 +66,7 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys
 // φ of row (slot, h) of the unified softmax, in log2 units: with `follow` and a finite
 // previous row max r, r − the middle of the range of `type` for a row of `len` keys (so that
 // a row whose max did not move sits in the middle: m − φ = 4.5 for fp32 P, (L + 1.95) / 2
-// for fp16 P; as runtime/score_analysis.cpp models it); else the head's calibrated φ. The
+// for fp16 P; as tuning/score_analysis.cpp models it); else the head's calibrated φ. The
 // split kernel and the combine of one launch must pass the same type (the one P is held in).
 //
 // In two steps, because the choice branches on a loaded value and a warp stalls at such a

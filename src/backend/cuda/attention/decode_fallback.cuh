@@ -1,6 +1,6 @@
 // The exact fallback of the unified decode kernels: one row's synchronized (online-softmax)
 // partial over a key range, recomputed by a whole CTA from the KV cache. It runs only for
-// rows whose max left φ's safe range (backend/softmax_range.h), so it is written for
+// rows whose max left φ's safe range (dispatch/softmax_range.h), so it is written for
 // clarity, not speed: 32 keys per step, one warp per key's dot product, fp32 throughout.
 // Used by the split kernels when one split holds the whole row (decode_kernel.cuh,
 // decode_mma_kernel.cuh, decode_generic.cuh) and by the unified combine for the splits it distrusts.

@@ -41,7 +41,7 @@
 // softmax sum l adds the same rounded P, so out = Σ P̃·v / Σ P̃ is an exact convex combination
 // of the stored P̃. Synchronized: P = 2^(t − m) ≤ 1, as in FlashAttention-2. Unified:
 // P = 2^(t − φ), which in fp16 overflows past 2^15.95 and loses terms below 2^-24: the range
-// check uses UnifiedType::kF16P (kBF16P for bf16; backend/softmax_range.h) — the split
+// check uses UnifiedType::kF16P (kBF16P for bf16; dispatch/softmax_range.h) — the split
 // kernel's own check, the unified combine's and the row-following φ's center alike
 // (run_attention_decode passes the type to the combine).
 #pragma once

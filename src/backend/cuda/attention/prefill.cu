@@ -10,7 +10,7 @@
 
 #include "backend/cuda/attention/prefill_params.h"
 #include "backend/cuda/attention/score_stats.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp::cuda {
 namespace {

@@ -3,9 +3,9 @@
 // (query token, head); keys in blocks of 32, one key per lane for the score, then the lanes
 // switch to owning dimension pairs for P·V. Online softmax per block of 32 keys, or (unified,
 // p.policy) 2^(t - φ) with each lane's own max and sum, reduced once; a row out of φ's range
-// (fp32, backend/softmax_range.h) is computed again by its warp with the synchronized softmax.
+// (fp32, dispatch/softmax_range.h) is computed again by its warp with the synchronized softmax.
 #include "backend/cuda/attention/prefill_params.h"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/numeric.cuh"
 

@@ -8,7 +8,7 @@
 // with φ per head known up front, so a key tile needs no row-max reduction across the quad
 // and O is never rescaled; each thread keeps its own max and sum per row, reduced once.
 // After the last tile every row checks its max against φ's safe range for the type P is
-// rounded to (backend/softmax_range.h: fp16 P overflows past 2^15.95). If any row of the CTA
+// rounded to (dispatch/softmax_range.h: fp16 P overflows past 2^15.95). If any row of the CTA
 // fails, the CTA runs its key loop a second time with each row's own φ set from the exact
 // row max the first pass found (the textbook two-pass safe softmax: max first, then
 // exponentials), which puts every row in the middle of its range: exact, as the synchronized

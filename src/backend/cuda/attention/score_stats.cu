@@ -9,7 +9,7 @@
 
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/numeric.cuh"
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // The score statistics side output of prefill attention (fdpp calibrate): every scaled
 // score s = scale·q·k of the causal (query, key) pairs of one prefill call goes into a
-// histogram (bins of backend/softmax_range.h), the call's min and max, and each query
+// histogram (bins of dispatch/softmax_range.h), the call's min and max, and each query
 // row's max. A separate pass over the same q and K as the attention kernel: calibration is
 // offline, so it is written for clarity (fp32 dot products, one warp per query row).
 #pragma once

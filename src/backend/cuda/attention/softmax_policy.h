@@ -1,9 +1,9 @@
 // How an attention kernel finds the softmax normaliser: the template parameter that selects
 // the synchronized or the unified-max kernels (one definition for decode and prefill). The
-// safe range of the unified softmax and its derivation: backend/softmax_range.h.
+// safe range of the unified softmax and its derivation: dispatch/softmax_range.h.
 #pragma once
 
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp::cuda {
 

@@ -16,21 +16,16 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/gemm_plan.h"
+#include "backend/gemm_timing.h"
+#include "dispatch/gemm_plan.h"
 #include "fdpp/status.h"
 
 namespace fdpp::cuda {
 
 class CudaBackend;
 
-struct GemmBenchShape {
-  std::string name;  // "qkv", "o", ...
-  int64_t n = 0;
-  int64_t k = 0;
-  // The model's prologue on x before this GEMM (model/gemm_shapes.h); timed with the
-  // GEMV when GemmBenchOptions::engine_prologues says so.
-  LinearPrologue::Kind prologue = LinearPrologue::Kind::kNone;
-};
+// The timing contract's shape (backend/gemm_timing.h): bench-gemm and the tuner time the same.
+using GemmBenchShape = GemmTimingShape;
 
 struct GemmBenchOptions {
   std::vector<GemmBenchShape> shapes;
@@ -40,7 +35,7 @@ struct GemmBenchOptions {
   // Split-K counts to time for ImplA / ImplB (each resolved as the planner would
   // clamp it; duplicates dropped). Empty: only the planner's own choice.
   std::vector<int> splits;
-  // More split-K counts for ImplA only (the tuner's default sweep; see gemm_tune.h).
+  // More split-K counts for ImplA only (the tuner's default sweep; see tuning/gemm_tune.h).
   std::vector<int> gemv_splits;
   // Time each ImplB plan once per count of n8 tiles of x and give that timing to every M
   // of the tile: the flat GEMM pads M to a multiple of 8, so M = 1..8 (9..16, ...) run

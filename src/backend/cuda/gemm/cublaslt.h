@@ -27,7 +27,7 @@
 #include <set>
 #include <tuple>
 
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"

@@ -2,7 +2,7 @@
 // y[M, N] (+)= x[M, K] · W[N, K]ᵀ (+ bias) with mma.m16n8k16 computing
 // yᵀ = W · xᵀ, so W fills the instruction's 16-row side and the batch its
 // 8-column side: M is padded to a multiple of 8, not of 64. The closed set of
-// configurations is kFlatConfigs (backend/gemm_configs.h).
+// configurations is kFlatConfigs (dispatch/gemm_configs.h).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -24,7 +24,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
-#include "backend/gemm_configs.h"
+#include "dispatch/gemm_configs.h"
 
 namespace fdpp::cuda::gemm {
 

@@ -1,4 +1,4 @@
-// ImplB instantiation: configuration 4 (n128k64s4m64, backend/gemm_configs.h), f16.
+// ImplB instantiation: configuration 4 (n128k64s4m64, dispatch/gemm_configs.h), f16.
 #include "backend/cuda/gemm/flat_gemm_kernel.cuh"
 
 namespace fdpp::cuda {

@@ -1,4 +1,4 @@
-// ImplB instantiation: configuration 1 (n32k256s4m8, backend/gemm_configs.h), bf16.
+// ImplB instantiation: configuration 1 (n32k256s4m8, dispatch/gemm_configs.h), bf16.
 #include "backend/cuda/gemm/flat_gemm_kernel.cuh"
 
 namespace fdpp::cuda {

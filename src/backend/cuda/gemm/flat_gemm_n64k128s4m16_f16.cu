@@ -1,4 +1,4 @@
-// ImplB instantiation: configuration 2 (n64k128s4m16, backend/gemm_configs.h), f16.
+// ImplB instantiation: configuration 2 (n64k128s4m16, dispatch/gemm_configs.h), f16.
 #include "backend/cuda/gemm/flat_gemm_kernel.cuh"
 
 namespace fdpp::cuda {

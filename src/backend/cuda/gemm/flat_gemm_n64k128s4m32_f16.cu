@@ -1,4 +1,4 @@
-// ImplB instantiation: configuration 3 (n64k128s4m32, backend/gemm_configs.h), f16.
+// ImplB instantiation: configuration 3 (n64k128s4m32, dispatch/gemm_configs.h), f16.
 #include "backend/cuda/gemm/flat_gemm_kernel.cuh"
 
 namespace fdpp::cuda {

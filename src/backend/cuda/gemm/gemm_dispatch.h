@@ -1,5 +1,5 @@
 // GemmDispatcher: every linear() of the CUDA backend goes through here. It
-// asks the pure planner (backend/gemm_plan.h) which implementation serves the
+// asks the pure planner (dispatch/gemm_plan.h) which implementation serves the
 // call — ImplA gemv, an ImplB flat GEMM configuration, or ImplC cuBLASLt — and
 // runs it. Owned by CudaBackend; one per backend, no global state.
 //
@@ -22,7 +22,7 @@
 
 #include "backend/cuda/gemm/gemm_params.h"
 #include "backend/cuda/launch.h"
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 #include "core/tensor.h"
 #include "fdpp/status.h"
 

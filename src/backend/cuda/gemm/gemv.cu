@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "backend/gemm_configs.h"
+#include "dispatch/gemm_configs.h"
 
 namespace fdpp::cuda {
 namespace {

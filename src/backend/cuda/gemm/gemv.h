@@ -1,5 +1,5 @@
 // ImplA: y[M, N] (+)= x[M, K] · W[N, K]ᵀ (+ bias) on CUDA cores for M = 1..8
-// (backend/gemm_configs.h, GemvConfig, has the tile constants).
+// (dispatch/gemm_configs.h, GemvConfig, has the tile constants).
 //
 // A CTA of 4 warps owns 16 rows of W over one K split; each warp streams 4 rows
 // side by side with 16-byte loads (16 loads in flight per lane for M <= 4, 8
@@ -19,7 +19,7 @@
 namespace fdpp::cuda {
 
 // Launches the kernel for p.m (1..8) and dtype (f16/bf16) on `stream`. The plan
-// (backend/gemm_plan.h) has checked the shape, alignment and k_split; this
+// (dispatch/gemm_plan.h) has checked the shape, alignment and k_split; this
 // re-checks what would make the launch unsafe. Allocates nothing.
 Status run_gemv(const GemmParams& p, DType dtype, KernelStream stream);
 

@@ -18,7 +18,7 @@
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
 #include "backend/cuda/ops/norm_gate_math.cuh"
-#include "backend/gemm_configs.h"
+#include "dispatch/gemm_configs.h"
 
 namespace fdpp::cuda::gemm {
 

@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "backend/gemm_configs.h"
-#include "backend/gemm_policy.h"
+#include "dispatch/gemm_configs.h"
+#include "dispatch/gemm_policy.h"
 #include "core/dtype.h"
 
 namespace fdpp {

@@ -1,5 +1,5 @@
 // The compiled GEMM kernels described as plain constants: the planner
-// (backend/gemm_plan.h, CUDA-free, tested in CI) and the kernels
+// (dispatch/gemm_plan.h, CUDA-free, tested in CI) and the kernels
 // (backend/cuda/gemm/) read the same table, so a tile the planner sizes
 // splits for is the tile the kernel runs.
 //

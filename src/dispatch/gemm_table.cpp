@@ -1,9 +1,8 @@
-#include "backend/gemm_table.h"
+#include "dispatch/gemm_table.h"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,7 +12,6 @@
 #include <set>
 #include <sstream>
 #include <system_error>
-#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,9 +25,6 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
-// The largest M an entry may name: far past any decode batch or prefill chunk, small
-// enough that the per-M index (8 bytes an M) stays a few hundred KB at worst.
-constexpr int kMaxTableM = 1 << 16;
 
 constexpr const char* kKind = "GEMM table";  // JsonDocument's error prefix
 
@@ -71,50 +66,11 @@ Result<std::optional<ImplChoice>> choice_from_names(const std::string& impl,
   return bad(where, fmt::format("\"impl\" = \"{}\" (expected gemv, flat, cublas or default)", impl));
 }
 
-// GEMV 0, flat 1, cuBLASLt 2: the order M moves through as it grows.
-int impl_rank(GemmImpl i) {
-  switch (i) {
-    case GemmImpl::kGemv: return 0;
-    case GemmImpl::kFlat: return 1;
-    case GemmImpl::kCublas: return 2;
-  }
-  return 3;
-}
-
 // Which side of M1 / M2 an M falls on; a "default" entry as the built-in rule serves it.
 int served_rank(const std::optional<ImplChoice>& c, int m) {
-  if (c) return impl_rank(c->impl);
+  if (c) return gemm_impl_rank(c->impl);
   if (m <= kDefaultGemvMaxM) return 0;
   return m <= kDefaultFlatMaxM ? 1 : 2;
-}
-
-// Tie order: the simpler kernel first (see derive_gemm_table).
-bool simpler(const ImplChoice& a, const ImplChoice& b) {
-  return std::make_tuple(impl_rank(a.impl), a.config, a.splits, a.algo) <
-         std::make_tuple(impl_rank(b.impl), b.config, b.splits, b.algo);
-}
-
-bool usable(const GemmTiming& t) {
-  if (!std::isfinite(t.us) || t.us <= 0 || t.m < 1 || t.m > kMaxTableM) return false;
-  if (t.n < 1 || t.k < 1 || t.n > kMax32 || t.k > kMax32) return false;
-  return t.choice.impl != GemmImpl::kFlat || is_flat_config(t.choice.config);
-}
-
-// Does measurement `t` time what `want` names? A split of 0 means the planner's.
-bool times(const GemmTiming& t, const ImplChoice& want) {
-  if (t.choice.impl != want.impl) return false;
-  if (want.impl == GemmImpl::kCublas) return t.choice.algo == want.algo;
-  if (want.impl == GemmImpl::kFlat && t.choice.config != want.config) return false;
-  return want.splits > 0 ? t.choice.splits == want.splits : t.planned;
-}
-
-std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
-
-std::string entry_impl_name(const std::optional<ImplChoice>& c) {
-  return c ? gemm_impl_name(c->impl) : "default";
-}
-std::string entry_config_name(const std::optional<ImplChoice>& c) {
-  return c && c->impl == GemmImpl::kFlat ? kFlatConfigs[c->config].name : "";
 }
 
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
@@ -135,7 +91,28 @@ Status read_string(const json& obj, const char* key, const std::string& where, s
 
 std::string GpuIdentity::summary() const {
   return fmt::format("{} (sm_{}{}, {} SMs, CUDA {})", name, cc_major, cc_minor, sm_count,
-                     cuda_version(cuda_runtime));
+                     cuda_version());
+}
+
+std::string GpuIdentity::cuda_version() const {
+  return fmt::format("{}.{}", cuda_runtime / 1000, (cuda_runtime % 1000) / 10);
+}
+
+int gemm_impl_rank(GemmImpl impl) {
+  switch (impl) {
+    case GemmImpl::kGemv: return 0;
+    case GemmImpl::kFlat: return 1;
+    case GemmImpl::kCublas: return 2;
+  }
+  return 3;
+}
+
+std::string gemm_entry_impl_name(const std::optional<ImplChoice>& c) {
+  return c ? gemm_impl_name(c->impl) : "default";
+}
+
+std::string gemm_entry_config_name(const std::optional<ImplChoice>& c) {
+  return c && c->impl == GemmImpl::kFlat ? kFlatConfigs[c->config].name : "";
 }
 
 // ---- the table ------------------------------------------------------------------------
@@ -158,9 +135,9 @@ Result<TunedGemmTable> TunedGemmTable::create(GpuIdentity gpu, DType dtype,
       return InvalidArgument(fmt::format("GEMM table {}: [N, K] listed twice", where));
     int prev = 0;
     for (const GemmTableEntry& e : s.entries) {
-      if (e.m <= prev || e.m > kMaxTableM)
+      if (e.m <= prev || e.m > kMaxGemmTableM)
         return InvalidArgument(fmt::format(
-            "GEMM table {}: entry M = {} (M must ascend, from 1 up to {})", where, e.m, kMaxTableM));
+            "GEMM table {}: entry M = {} (M must ascend, from 1 up to {})", where, e.m, kMaxGemmTableM));
       if (e.choice && e.choice->impl == GemmImpl::kFlat && !is_flat_config(e.choice->config))
         return InvalidArgument(fmt::format("GEMM table {}: M = {} names flat configuration {}",
                                            where, e.m, e.choice->config));
@@ -213,130 +190,6 @@ GemmThresholds gemm_thresholds(const TunedGemmTable& table, const GemmTableShape
   return t;
 }
 
-// ---- derivation -------------------------------------------------------------------------
-
-Result<TunedGemmTable> derive_gemm_table(const std::vector<GemmTiming>& timings,
-                                         const GpuIdentity& gpu, DType dtype) {
-  struct Acc {
-    std::vector<std::string> names;
-    std::map<int, const GemmTiming*> best;     // by M
-    std::map<int, const GemmTiming*> library;  // by M: cuBLASLt's first heuristic answer
-  };
-  std::vector<std::pair<uint64_t, Acc>> shapes;  // first-seen order
-  for (const GemmTiming& t : timings) {
-    if (!usable(t)) continue;
-    const uint64_t key = (static_cast<uint64_t>(t.n) << 32) | static_cast<uint64_t>(t.k);
-    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) { return s.first == key; });
-    if (it == shapes.end()) {
-      shapes.emplace_back(key, Acc{});
-      it = std::prev(shapes.end());
-    }
-    Acc& a = it->second;
-    if (!t.shape.empty() && std::find(a.names.begin(), a.names.end(), t.shape) == a.names.end())
-      a.names.push_back(t.shape);
-    const GemmTiming*& b = a.best[t.m];
-    if (b == nullptr || t.us < b->us || (t.us == b->us && simpler(t.choice, b->choice))) b = &t;
-    if (t.choice.impl == GemmImpl::kCublas && t.choice.algo == 0) a.library[t.m] = &t;
-  }
-  if (shapes.empty()) return InvalidArgument("GEMM table: no usable measurement to derive it from");
-  std::vector<GemmTableShape> out;
-  for (const auto& [key, a] : shapes) {
-    GemmTableShape s;
-    for (const std::string& n : a.names) s.name += (s.name.empty() ? "" : ",") + n;
-    s.n = a.best.begin()->second->n;
-    s.k = a.best.begin()->second->k;
-    for (auto [m, t] : a.best) {
-      const auto lib = a.library.find(m);
-      if (t->choice.impl == GemmImpl::kCublas && t->choice.algo > 0 && lib != a.library.end() &&
-          lib->second->us <= t->us * (1.0 + kCublasAlgoMargin))
-        t = lib->second;
-      s.entries.push_back({m, t->choice, t->us});
-    }
-    out.push_back(std::move(s));
-  }
-  return TunedGemmTable::create(gpu, dtype, std::move(out));
-}
-
-std::optional<ImplChoice> fastest_measured(const std::vector<GemmTiming>& timings, int64_t n,
-                                           int64_t k, int m, GemmImpl impl) {
-  const GemmTiming* best = nullptr;
-  for (const GemmTiming& t : timings)
-    if (usable(t) && t.n == n && t.k == k && t.m == m && t.choice.impl == impl &&
-        (best == nullptr || t.us < best->us || (t.us == best->us && simpler(t.choice, best->choice))))
-      best = &t;
-  if (best == nullptr) return std::nullopt;
-  return best->choice;
-}
-
-std::optional<double> measured_us(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
-                                  int m, const ImplChoice& choice) {
-  std::optional<double> us;
-  for (const GemmTiming& t : timings)
-    if (usable(t) && t.n == n && t.k == k && t.m == m && times(t, choice) && (!us || t.us < *us))
-      us = t.us;
-  return us;
-}
-
-std::optional<GemmRegretPoint> gemm_regret_point(const std::vector<GemmTiming>& timings,
-                                                 int64_t n, int64_t k, int m,
-                                                 const ImplChoice& choice) {
-  const std::optional<double> got = measured_us(timings, n, k, m, choice);
-  if (!got) return std::nullopt;
-  GemmRegretPoint p{choice, choice, *got, *got};
-  for (const GemmTiming& t : timings)
-    if (usable(t) && t.n == n && t.k == k && t.m == m && t.us < p.best_us)
-      p.best = t.choice, p.best_us = t.us;
-  return p;
-}
-
-GemmRegret gemm_regret(const std::vector<GemmTiming>& timings, int64_t n, int64_t k,
-                       const GemmChooser& choose) {
-  std::set<int> ms;  // every M measured for the shape
-  for (const GemmTiming& t : timings)
-    if (usable(t) && t.n == n && t.k == k) ms.insert(t.m);
-  GemmRegret r;
-  double sum = 0;
-  for (const int m : ms) {
-    const std::optional<ImplChoice> c = choose ? choose(m) : std::nullopt;
-    // The choice's fastest run (should a pass repeat it) against the fastest of all.
-    const std::optional<GemmRegretPoint> p =
-        c ? gemm_regret_point(timings, n, k, m, *c) : std::nullopt;
-    if (!p) {
-      ++r.unmeasured;
-      continue;
-    }
-    const double regret = p->choice_us / p->best_us - 1.0;
-    sum += regret;
-    ++r.points;
-    if (r.worst_m == 0 || regret > r.max) r.max = regret, r.worst_m = m;
-  }
-  if (r.points > 0) r.mean = sum / r.points;
-  return r;
-}
-
-std::vector<GemmShapeReport> report_gemm_table(const TunedGemmTable& table,
-                                               const std::vector<GemmTiming>& timings) {
-  std::vector<GemmShapeReport> out;
-  for (const GemmTableShape& s : table.shapes()) {
-    GemmShapeReport r;
-    r.name = s.name;
-    r.n = s.n;
-    r.k = s.k;
-    r.thresholds = gemm_thresholds(table, s);
-    r.table = gemm_regret(timings, s.n, s.k, [&](int m) {
-      return table.lookup(m, s.n, s.k, table.dtype());
-    });
-    const GemmThresholds th = r.thresholds;
-    r.two_point = gemm_regret(timings, s.n, s.k, [&](int m) -> std::optional<ImplChoice> {
-      if (m <= th.m1) return fastest_measured(timings, s.n, s.k, m, GemmImpl::kGemv);
-      if (m <= th.m2) return fastest_measured(timings, s.n, s.k, m, GemmImpl::kFlat);
-      return ImplChoice{GemmImpl::kCublas, -1, 0};
-    });
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 // ---- files ----------------------------------------------------------------------------
 
 std::string serialize_gemm_table(const TunedGemmTable& table) {
@@ -360,8 +213,9 @@ std::string serialize_gemm_table(const TunedGemmTable& table) {
                      i == 0 ? "" : ",", json(sh.name).dump(), sh.n, sh.k, th.m1, th.m2);
     for (size_t j = 0; j < sh.entries.size(); ++j) {
       const GemmTableEntry& e = sh.entries[j];
-      nlohmann::ordered_json je = {{"m", e.m}, {"impl", entry_impl_name(e.choice)}};
-      if (e.choice && e.choice->impl == GemmImpl::kFlat) je["config"] = entry_config_name(e.choice);
+      nlohmann::ordered_json je = {{"m", e.m}, {"impl", gemm_entry_impl_name(e.choice)}};
+      if (e.choice && e.choice->impl == GemmImpl::kFlat)
+        je["config"] = gemm_entry_config_name(e.choice);
       if (e.choice && e.choice->impl != GemmImpl::kCublas && e.choice->splits > 0)
         je["splits"] = e.choice->splits;
       if (e.choice && e.choice->impl == GemmImpl::kCublas && e.choice->algo > 0)
@@ -426,7 +280,7 @@ Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::stri
       const std::string ewhere = fmt::format("{} entries[{}]", swhere, e);
       if (!je.is_object()) return bad(ewhere, "not an object");
       GemmTableEntry entry;
-      FDPP_RETURN_IF_ERROR(read_int(je, "m", 1, kMaxTableM, ewhere, &v));
+      FDPP_RETURN_IF_ERROR(read_int(je, "m", 1, kMaxGemmTableM, ewhere, &v));
       entry.m = static_cast<int>(v);
       if (entry.m <= prev) return bad(ewhere, fmt::format("M = {} after M = {} (M must ascend)", entry.m, prev));
       prev = entry.m;
@@ -499,109 +353,6 @@ Status check_gemm_table_matches(const TunedGemmTable& table, const GpuIdentity& 
   return Status::Ok();
 }
 
-std::vector<GemmStepTie> gemm_step_ties(const std::vector<GemmTiming>& timings, int m,
-                                        double margin) {
-  struct Best {
-    std::string shape;
-    int64_t n = 0, k = 0;
-    std::vector<GemmTimedChoice> per_impl;  // the fastest of each implementation
-  };
-  std::vector<Best> shapes;  // first-seen order
-  for (const GemmTiming& t : timings) {
-    if (!usable(t) || t.m != m) continue;
-    auto it = std::find_if(shapes.begin(), shapes.end(),
-                           [&](const Best& b) { return b.n == t.n && b.k == t.k; });
-    if (it == shapes.end()) it = shapes.insert(shapes.end(), Best{t.shape, t.n, t.k, {}});
-    auto same = std::find_if(it->per_impl.begin(), it->per_impl.end(),
-                             [&](const GemmTimedChoice& c) { return c.choice.impl == t.choice.impl; });
-    if (same == it->per_impl.end())
-      it->per_impl.push_back({t.choice, t.us});
-    else if (t.us < same->us || (t.us == same->us && simpler(t.choice, same->choice)))
-      *same = {t.choice, t.us};
-  }
-  std::vector<GemmStepTie> out;
-  for (Best& b : shapes) {
-    std::sort(b.per_impl.begin(), b.per_impl.end(),
-              [](const GemmTimedChoice& x, const GemmTimedChoice& y) {
-                return x.us < y.us || (x.us == y.us && simpler(x.choice, y.choice));
-              });
-    GemmStepTie tie{b.shape, b.n, b.k, m, {}};
-    for (const GemmTimedChoice& c : b.per_impl)
-      if (c.us <= b.per_impl.front().us * (1.0 + margin)) tie.options.push_back(c);
-    if (tie.options.size() >= 2) out.push_back(std::move(tie));
-  }
-  return out;
-}
-
-Result<TunedGemmTable> with_gemm_choice(const TunedGemmTable& table, int64_t n, int64_t k, int m,
-                                        const ImplChoice& choice, double us) {
-  std::vector<GemmTableShape> shapes = table.shapes();
-  auto s = std::find_if(shapes.begin(), shapes.end(),
-                        [&](const GemmTableShape& x) { return x.n == n && x.k == k; });
-  if (s == shapes.end())
-    return InvalidArgument(fmt::format("GEMM table: no shape [{}, {}] to change", n, k));
-  auto at = std::find_if(s->entries.begin(), s->entries.end(),
-                         [&](const GemmTableEntry& e) { return e.m >= m; });
-  if (at != s->entries.end() && at->m == m) {
-    at->choice = choice;
-    at->us = us;
-  } else if (m == 1 || (at != s->entries.begin() && std::prev(at)->m == m - 1)) {
-    s->entries.insert(at, GemmTableEntry{m, choice, us});
-  } else {
-    return InvalidArgument(fmt::format(
-        "GEMM table: [{}, {}] has no entry at M {} or {}: setting M {} alone would change others",
-        n, k, m, m - 1, m));
-  }
-  FDPP_ASSIGN_OR_RETURN(TunedGemmTable out, TunedGemmTable::create(table.gpu(), table.dtype(),
-                                                                   std::move(shapes)));
-  out.created = table.created;
-  out.models = table.models;
-  return out;
-}
-
-TunedGemmTable merge_gemm_tables(const TunedGemmTable& old, const TunedGemmTable& fresh) {
-  std::vector<GemmTableShape> shapes;
-  for (const GemmTableShape& s : old.shapes())
-    shapes.push_back(fresh.find(s.n, s.k) ? *fresh.find(s.n, s.k) : s);
-  for (const GemmTableShape& s : fresh.shapes())
-    if (old.find(s.n, s.k) == nullptr) shapes.push_back(s);
-  auto merged = TunedGemmTable::create(fresh.gpu(), fresh.dtype(), std::move(shapes));
-  if (!merged.ok()) return fresh;  // both were valid and keys are distinct: cannot happen
-  TunedGemmTable t = std::move(merged).value();
-  t.created = fresh.created;
-  t.models = old.models;
-  for (const std::string& m : fresh.models)
-    if (std::find(t.models.begin(), t.models.end(), m) == t.models.end()) t.models.push_back(m);
-  return t;
-}
-
-fs::path fdpp_cache_dir() {
-  if (const char* d = std::getenv("FDPP_CACHE_DIR"); d && *d) return fs::path(d);
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "fdpp";
-  if (const char* home = std::getenv("HOME"); home && *home) return fs::path(home) / ".cache" / "fdpp";
-  std::error_code ec;
-  return fs::temp_directory_path(ec) / "fdpp";
-}
-
-std::string gemm_table_file_name(const GpuIdentity& gpu, DType dtype) {
-  std::string name;
-  for (const char c : gpu.name) {
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!name.empty() && name.back() != '-')
-      name += '-';
-  }
-  while (!name.empty() && name.back() == '-') name.pop_back();
-  if (name.empty()) name = "unknown-gpu";
-  return fmt::format("{}_sm{}{}_{}sm_cuda{}_{}.json", name, gpu.cc_major, gpu.cc_minor,
-                     gpu.sm_count, cuda_version(gpu.cuda_runtime), dtype_name(dtype));
-}
-
-fs::path gemm_table_path(const GpuIdentity& gpu, DType dtype, const fs::path& cache_dir) {
-  const fs::path dir = cache_dir.empty() ? fdpp_cache_dir() : cache_dir;
-  return dir / "gemm" / gemm_table_file_name(gpu, dtype);
-}
-
 // ---- built-in defaults ----------------------------------------------------------------
 
 Result<TunedGemmTable> builtin_gemm_table(DType dtype) {
@@ -624,60 +375,6 @@ Result<TunedGemmTable> builtin_gemm_table(DType dtype) {
   FDPP_ASSIGN_OR_RETURN(TunedGemmTable t, TunedGemmTable::create(gpu, dtype, std::move(shapes)));
   t.created = b.created;
   return t;
-}
-
-Result<std::string> emit_builtin_gemm_table_cpp(const TunedGemmTable& table,
-                                                const std::string& command) {
-  if (table.shapes().empty())
-    return InvalidArgument("--emit-cpp: the table has no shapes to write");
-  const auto quote = [](const std::string& s) { return json(s).dump(); };  // a valid C++ literal for ASCII
-  std::string rows;
-  for (const GemmTableShape& s : table.shapes()) {
-    for (size_t i = 0; i < s.entries.size(); ++i) {
-      const GemmTableEntry& e = s.entries[i];
-      // An entry covers (previous m, m]: a run of equal choices is its last entry alone.
-      if (i + 1 < s.entries.size() && s.entries[i + 1].choice == e.choice) continue;
-      rows += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", quote(s.name), s.n, s.k,
-                          e.m, quote(entry_impl_name(e.choice)), quote(entry_config_name(e.choice)),
-                          e.choice ? e.choice->splits : 0, e.choice ? e.choice->algo : 0,
-                          round3(e.us));
-    }
-  }
-  const GpuIdentity& g = table.gpu();
-  std::string cmd;  // the command may hold anything; keep the comment one line of ASCII
-  for (const char c : command) cmd += (c == '\n' || c == '\r') ? ' ' : c;
-  return fmt::format(
-      "// GENERATED by `fdpp tune --emit-cpp`: {}\n"
-      "// on {} ({}), {}. Do not edit by hand; tune again.\n"
-      "//\n"
-      "// The built-in GEMM dispatch table (backend/gemm_table.h): what the engine uses when\n"
-      "// no table was tuned for its GPU. Each row is the choice for M in (the previous row's\n"
-      "// M of the same shape, M]; \"default\" defers to the built-in rule of gemm_plan.h; split-K\n"
-      "// 0 lets the planner pick; algo is cuBLASLt's heuristic answer (0: its first); µs is the\n"
-      "// time measured at that M.\n"
-      "#include \"backend/gemm_table.h\"\n"
-      "\n"
-      "namespace fdpp {{\n"
-      "namespace {{\n"
-      "\n"
-      "// shape, N, K, up to M, implementation, flat configuration, split-K, cuBLASLt algo, µs\n"
-      "constexpr BuiltinGemmRow kRows[] = {{\n"
-      "{}"
-      "}};\n"
-      "\n"
-      "}}  // namespace\n"
-      "\n"
-      "const BuiltinGemmTable& builtin_gemm_table_data() {{\n"
-      "  static constexpr BuiltinGemmTable kTable = {{\n"
-      "      {}, {}, {}, {}, {}, {}, {},\n"
-      "      kRows, static_cast<int>(sizeof(kRows) / sizeof(kRows[0]))}};\n"
-      "  return kTable;\n"
-      "}}\n"
-      "\n"
-      "}}  // namespace fdpp\n",
-      cmd, g.summary(), dtype_name(table.dtype()), table.created, rows, quote(g.name), g.sm_count,
-      g.cc_major, g.cc_minor, g.cuda_runtime, quote(dtype_name(table.dtype())),
-      quote(table.created));
 }
 
 }  // namespace fdpp

@@ -1,4 +1,4 @@
-#include "backend/gemm_plan.h"
+#include "dispatch/gemm_plan.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -3,14 +3,14 @@
 // the fallback rates φ sources would have on recorded rows (design.md, Technique 1).
 //
 // A row is (m, len): the max scaled score s = q·k/√d of one (query, head) row, in s units,
-// and the number of keys it attends. The safe range of backend/softmax_range.h is in log2
+// and the number of keys it attends. The safe range of dispatch/softmax_range.h is in log2
 // units: the row passes iff lo ≤ (m − φ)·log2(e) ≤ hi.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "backend/softmax_range.h"
+#include "dispatch/softmax_range.h"
 
 namespace fdpp {
 
@@ -19,7 +19,7 @@ struct ScoreRow {
   int len = 0;    // keys attended
 };
 
-// The q-quantile (0 ≤ q ≤ 1) of the scores a histogram of backend/softmax_range.h's bins
+// The q-quantile (0 ≤ q ≤ 1) of the scores a histogram of dispatch/softmax_range.h's bins
 // counted, interpolated linearly inside the bin and clamped to [min, max] (the exact extremes,
 // which the edge bins cannot tell). NaN for an empty histogram.
 double histogram_quantile(const std::vector<uint64_t>& histogram, double q, double min,

@@ -1,4 +1,4 @@
-#include "runtime/calibration.h"
+#include "tuning/calibration.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,6 @@
-// The engine's GEMM dispatch table (runtime/gemm_table_setup.h).
+// The engine's GEMM dispatch table (tuning/gemm_table_setup.h).
+#include "tuning/gemm_table_setup.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -8,47 +10,34 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "backend/gemm_policy.h"
-#include "backend/gemm_table.h"
-#include "model/gemm_shapes.h"
-#include "runtime/gemm_table_setup.h"
-#ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/bench/gemm_tune.h"
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/gemm/gemm_dispatch.h"
-#endif
+#include "dispatch/gemm_policy.h"
+#include "dispatch/gemm_table.h"
+#include "tuning/gemm_table_derive.h"
+#include "tuning/gemm_table_files.h"
+#include "tuning/gemm_tune.h"
 
 namespace fdpp {
-
-#ifdef FDPP_HAVE_CUDA
 namespace {
 
 namespace fs = std::filesystem;
 
 // The model's shapes the table has no entry for, "qkv [12288, 4096]" each.
-std::vector<cuda::GemmBenchShape> missing_shapes(const std::optional<TunedGemmTable>& t,
-                                                 const std::vector<cuda::GemmBenchShape>& shapes) {
-  std::vector<cuda::GemmBenchShape> out;
-  for (const cuda::GemmBenchShape& s : shapes)
+std::vector<GemmTimingShape> missing_shapes(const std::optional<TunedGemmTable>& t,
+                                            const std::vector<GemmTimingShape>& shapes) {
+  std::vector<GemmTimingShape> out;
+  for (const GemmTimingShape& s : shapes)
     if (!t || t->find(s.n, s.k) == nullptr) out.push_back(s);
   return out;
 }
 
-std::string shape_list(const std::vector<cuda::GemmBenchShape>& shapes) {
+std::string shape_list(const std::vector<GemmTimingShape>& shapes) {
   std::string s;
-  for (const cuda::GemmBenchShape& x : shapes)
+  for (const GemmTimingShape& x : shapes)
     s += fmt::format("{}{} [{}, {}]", s.empty() ? "" : ", ", x.name, x.n, x.k);
   return s;
 }
 
 }  // namespace
-
-std::vector<cuda::GemmBenchShape> model_gemm_bench_shapes(const ModelConfig& cfg) {
-  std::vector<cuda::GemmBenchShape> all;
-  for (const GemmShape& s : gemm_shapes(cfg)) all.push_back({s.name, s.n, s.k, s.prologue});
-  return cuda::distinct_gemm_shapes(all);
-}
-#endif
 
 Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
                                              const GemmStepTimer& time_step, int rounds) {
@@ -79,16 +68,7 @@ Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
 }
 
 Status install_gemm_table(Backend& backend, TunedGemmTable table) {
-#ifdef FDPP_HAVE_CUDA
-  if (backend.device() == Device::kCUDA) {
-    static_cast<cuda::CudaBackend&>(backend).gemm_dispatcher().set_table(
-        std::make_shared<const TunedGemmTable>(std::move(table)));
-    return Status::Ok();
-  }
-#endif
-  (void)table;
-  return Unsupported(fmt::format("a GEMM table needs the CUDA backend, not {}",
-                                 device_name(backend.device())));
+  return backend.set_gemm_table(std::make_shared<const TunedGemmTable>(std::move(table)));
 }
 
 Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& cfg,
@@ -107,11 +87,9 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
                    o.gemm);
     return fmt::format("none (--gemm {})", o.gemm);
   }
-#ifdef FDPP_HAVE_CUDA
-  auto& be = static_cast<cuda::CudaBackend&>(backend);
-  FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, cuda::gpu_identity(be));
-  const DType dtype = be.activation_dtype();
-  const std::vector<cuda::GemmBenchShape> model_shapes = model_gemm_bench_shapes(cfg);
+  FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, backend.gpu_identity());
+  const DType dtype = backend.activation_dtype();
+  const std::vector<GemmTimingShape> model_shapes = model_gemm_tune_shapes(cfg);
 
   // 1. Named on the command line: its problems are errors.
   if (!o.gemm_table.empty()) {
@@ -138,14 +116,14 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
     spdlog::warn("ignoring {}: {}; using built-in GEMM defaults", path.string(), t.status().message());
   }
   const bool cache_was_bad = !table && fs::exists(path);
-  std::vector<cuda::GemmBenchShape> missing = missing_shapes(table, model_shapes);
+  std::vector<GemmTimingShape> missing = missing_shapes(table, model_shapes);
 
   if (o.autotune && !missing.empty()) {
     spdlog::info("--autotune: timing GEMM shapes {} on {} (seconds)", shape_list(missing),
                  gpu.summary());
-    cuda::GemmTuneOptions to;
+    GemmTuneOptions to;
     std::vector<GemmTiming> timings;
-    auto fresh = cuda::tune_gemm_table(be, missing, to, {}, &timings);
+    auto fresh = tune_gemm_table(backend, missing, to, {}, &timings);
     if (!fresh.ok()) return fresh.status().with_context("--autotune");
     fresh->models = {o.model_dir.string()};
     table = table ? merge_gemm_tables(*table, *fresh) : std::move(fresh).value();
@@ -182,9 +160,6 @@ Result<std::string> setup_gemm_table(const EngineOptions& o, const ModelConfig& 
   const std::string what = fmt::format("built-in defaults ({}, {})", builtin->gpu().name, builtin->created);
   FDPP_RETURN_IF_ERROR(install_gemm_table(backend, std::move(builtin).value()));
   return what;
-#else
-  return std::string("none (no CUDA)");
-#endif
 }
 
 }  // namespace fdpp

@@ -1,12 +1,12 @@
-#include "backend/cuda/bench/gemm_tune.h"
+#include "tuning/gemm_tune.h"
 
 #include <algorithm>
 #include <ctime>
 
-#include "backend/cuda/cuda_backend.h"
-#include "backend/cuda/device_info.h"
+#include "model/gemm_shapes.h"
+#include "tuning/gemm_table_derive.h"
 
-namespace fdpp::cuda {
+namespace fdpp {
 
 std::vector<int> tune_ms(int max_m) {
   std::vector<int> ms;
@@ -19,20 +19,11 @@ std::vector<int> tune_ms(int max_m) {
   return ms;
 }
 
-GpuIdentity gpu_identity(const DeviceInfo& info) {
-  return {info.name, info.sm_count, info.cc_major, info.cc_minor, info.runtime_version};
-}
-
-Result<GpuIdentity> gpu_identity(const CudaBackend& be) {
-  FDPP_ASSIGN_OR_RETURN(DeviceInfo info, query_device_info(be.device_ordinal()));
-  return gpu_identity(info);
-}
-
-std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShape>& shapes) {
-  std::vector<GemmBenchShape> out;
-  for (const GemmBenchShape& s : shapes) {
+std::vector<GemmTimingShape> distinct_gemm_shapes(const std::vector<GemmTimingShape>& shapes) {
+  std::vector<GemmTimingShape> out;
+  for (const GemmTimingShape& s : shapes) {
     auto it = std::find_if(out.begin(), out.end(),
-                           [&](const GemmBenchShape& o) { return o.n == s.n && o.k == s.k; });
+                           [&](const GemmTimingShape& o) { return o.n == s.n && o.k == s.k; });
     if (it == out.end()) {
       out.push_back(s);
     } else {
@@ -42,6 +33,12 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
     }
   }
   return out;
+}
+
+std::vector<GemmTimingShape> model_gemm_tune_shapes(const ModelConfig& cfg) {
+  std::vector<GemmTimingShape> all;
+  for (const GemmShape& s : gemm_shapes(cfg)) all.push_back({s.name, s.n, s.k, s.prologue});
+  return distinct_gemm_shapes(all);
 }
 
 int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits,
@@ -57,37 +54,29 @@ int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t
   return per_shape * static_cast<int64_t>(shapes);
 }
 
-Result<std::vector<GemmTiming>> measure_gemm_timings(CudaBackend& be,
-                                                     const std::vector<GemmBenchShape>& shapes,
+Result<std::vector<GemmTiming>> measure_gemm_timings(Backend& be,
+                                                     const std::vector<GemmTimingShape>& shapes,
                                                      const GemmTuneOptions& o,
-                                                     const GemmBenchProgress& progress) {
+                                                     const GemmTimingProgress& progress) {
   if (o.max_m < 1) return InvalidArgument("tune: the largest M must be at least 1");
-  GemmBenchOptions bo;
-  bo.shapes = shapes;
-  bo.ms = tune_ms(o.max_m);
-  bo.reps = o.reps;
-  bo.rounds = o.rounds;
-  bo.min_calls = o.min_calls;
-  bo.min_copies = o.min_copies;
-  bo.splits = o.splits;
-  bo.gemv_splits = o.gemv_splits;
-  bo.flat_once_per_tile = true;
-  bo.cublas_algos = o.cublas_algos;
-  bo.engine_prologues = true;
-  const int64_t l2 = be.props().l2CacheSize;
-  bo.rotate_bytes = o.rotate_bytes > 0 ? o.rotate_bytes : std::max<int64_t>(4 * l2, int64_t{64} << 20);
-  FDPP_ASSIGN_OR_RETURN(std::vector<GemmMeasurement> ms, run_gemm_bench(be, bo, progress));
-  std::vector<GemmTiming> out;
-  out.reserve(ms.size());
-  for (const GemmMeasurement& r : ms)
-    out.push_back({r.shape, r.n, r.k, r.m, r.choice, r.planned, r.us, r.timed_m});
-  return out;
+  GemmTimingRequest r;
+  r.shapes = shapes;
+  r.ms = tune_ms(o.max_m);
+  r.reps = o.reps;
+  r.rounds = o.rounds;
+  r.min_calls = o.min_calls;
+  r.min_copies = o.min_copies;
+  r.rotate_bytes = o.rotate_bytes;
+  r.splits = o.splits;
+  r.gemv_splits = o.gemv_splits;
+  r.cublas_algos = o.cublas_algos;
+  return be.time_gemms(r, progress);
 }
 
-Result<TunedGemmTable> tune_gemm_table(CudaBackend& be, const std::vector<GemmBenchShape>& shapes,
-                                       const GemmTuneOptions& o, const GemmBenchProgress& progress,
+Result<TunedGemmTable> tune_gemm_table(Backend& be, const std::vector<GemmTimingShape>& shapes,
+                                       const GemmTuneOptions& o, const GemmTimingProgress& progress,
                                        std::vector<GemmTiming>* timings) {
-  FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, gpu_identity(be));
+  FDPP_ASSIGN_OR_RETURN(GpuIdentity gpu, be.gpu_identity());
   FDPP_ASSIGN_OR_RETURN(std::vector<GemmTiming> t,
                         measure_gemm_timings(be, distinct_gemm_shapes(shapes), o, progress));
   FDPP_ASSIGN_OR_RETURN(TunedGemmTable table, derive_gemm_table(t, gpu, be.activation_dtype()));
@@ -99,4 +88,4 @@ Result<TunedGemmTable> tune_gemm_table(CudaBackend& be, const std::vector<GemmBe
   return table;
 }
 
-}  // namespace fdpp::cuda
+}  // namespace fdpp

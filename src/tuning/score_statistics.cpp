@@ -1,12 +1,12 @@
-#include "runtime/score_statistics.h"
+#include "tuning/score_statistics.h"
 
 #include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "backend/softmax_range.h"
-#include "runtime/score_analysis.h"
+#include "dispatch/softmax_range.h"
+#include "tuning/score_analysis.h"
 
 namespace fdpp {
 

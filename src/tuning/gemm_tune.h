@@ -2,23 +2,21 @@
 // the engine's --autotune. For each distinct [N, K], M is swept densely where the three
 // implementations trade places (1..64: GEMV to flat to cuBLASLt) and sparsely above
 // (80..512, where only cuBLASLt runs); ImplA, every ImplB configuration and cuBLASLt are
-// timed by gemm_bench (graph replays, L2 defeated; the GEMV at batch 1 with the norm or
-// SiLU-gate prologue the engine fuses into it, GemmBenchOptions::engine_prologues) and the
-// fastest per M kept (backend/gemm_table.h).
+// timed by the backend (Backend::time_gemms; on CUDA gemm_bench's graph replays, L2
+// defeated, the GEMV at batch 1 with the norm or SiLU-gate prologue the engine fuses into
+// it) and the fastest per M kept (tuning/gemm_table_derive.h).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
-#include "backend/cuda/bench/gemm_bench.h"
-#include "backend/gemm_table.h"
+#include "backend/backend.h"
+#include "backend/gemm_timing.h"
+#include "dispatch/gemm_table.h"
 #include "fdpp/status.h"
+#include "model/config.h"
 
-namespace fdpp::cuda {
-
-class CudaBackend;
-struct DeviceInfo;
+namespace fdpp {
 
 struct GemmTuneOptions {
   int max_m = 512;
@@ -29,8 +27,8 @@ struct GemmTuneOptions {
   int rounds = 5;
   int min_calls = 8;
   int min_copies = 2;
-  // Bytes the rotated weight copies span; 0: 4 × the GPU's L2 (at least 64 MB), so a
-  // copy has left the L2 long before it comes round again.
+  // Bytes the rotated weight copies span; 0: the backend's default (on CUDA 4 × the GPU's
+  // L2, at least 64 MB, so a copy has left the L2 long before it comes round again).
   int64_t rotate_bytes = 0;
   // Split-K counts timed for ImplA / ImplB besides the planner's own (bench-gemm's
   // --splits): the split is part of a table entry, and on the H200 the planner's cost
@@ -50,12 +48,14 @@ struct GemmTuneOptions {
 // max_m, then every further 64 up to max_m.
 std::vector<int> tune_ms(int max_m);
 
-GpuIdentity gpu_identity(const DeviceInfo& info);
-Result<GpuIdentity> gpu_identity(const CudaBackend& be);
-
 // One shape per distinct [N, K], the names of those sharing it joined ("o,down" when a
 // model's O and down projections are both [H, H]).
-std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShape>& shapes);
+std::vector<GemmTimingShape> distinct_gemm_shapes(const std::vector<GemmTimingShape>& shapes);
+
+// The model's GEMMs as the tuner takes them (model/gemm_shapes.h): one per distinct
+// [N, K], the names of those sharing it joined, each with the prologue it runs after.
+// `fdpp tune` and --autotune tune exactly these.
+std::vector<GemmTimingShape> model_gemm_tune_shapes(const ModelConfig& cfg);
 
 // How many measurements the sweep makes at most (a progress bar's total): GEMV up to its
 // largest M (the planner's split, up to `extra_splits` + `gemv_extra_splits` more), each
@@ -64,16 +64,18 @@ std::vector<GemmBenchShape> distinct_gemm_shapes(const std::vector<GemmBenchShap
 int64_t gemm_tune_measurements(size_t shapes, const std::vector<int>& ms, size_t extra_splits = 0,
                                int cublas_algos = 1, size_t gemv_extra_splits = 0);
 
-// Times every implementation on every (shape, M) of tune_ms(o.max_m).
-Result<std::vector<GemmTiming>> measure_gemm_timings(
-    CudaBackend& be, const std::vector<GemmBenchShape>& shapes, const GemmTuneOptions& o,
-    const GemmBenchProgress& progress = {});
+// Times every implementation on every (shape, M) of tune_ms(o.max_m) (Backend::time_gemms:
+// Unsupported on a backend without GEMM implementations to choose between).
+Result<std::vector<GemmTiming>> measure_gemm_timings(Backend& be,
+                                                     const std::vector<GemmTimingShape>& shapes,
+                                                     const GemmTuneOptions& o,
+                                                     const GemmTimingProgress& progress = {});
 
 // measure_gemm_timings, then the table (derive_gemm_table) for this GPU and the
 // backend's dtype; the timings are returned through `timings` when it is not null.
-Result<TunedGemmTable> tune_gemm_table(CudaBackend& be, const std::vector<GemmBenchShape>& shapes,
+Result<TunedGemmTable> tune_gemm_table(Backend& be, const std::vector<GemmTimingShape>& shapes,
                                        const GemmTuneOptions& o,
-                                       const GemmBenchProgress& progress = {},
+                                       const GemmTimingProgress& progress = {},
                                        std::vector<GemmTiming>* timings = nullptr);
 
-}  // namespace fdpp::cuda
+}  // namespace fdpp

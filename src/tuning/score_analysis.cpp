@@ -1,4 +1,4 @@
-#include "runtime/score_analysis.h"
+#include "tuning/score_analysis.h"
 
 #include <algorithm>
 #include <cmath>

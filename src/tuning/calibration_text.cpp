@@ -3,7 +3,7 @@
 // attention scores it produces resemble those of ordinary prompts. A few thousand tokens
 // with a Llama tokenizer; longer ones (stories260K's 512-piece vocabulary) are cut into
 // sequences of the model's context by the caller.
-#include "runtime/calibration.h"
+#include "tuning/calibration.h"
 
 namespace fdpp {
 

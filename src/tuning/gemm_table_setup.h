@@ -3,12 +3,12 @@
 // configuration the table names too):
 //   1. --gemm-table FILE: that file; missing, malformed or from another GPU or dtype is
 //      an error (it was asked for by name);
-//   2. the cache file of this GPU and dtype (backend/gemm_table.h: gemm_table_path),
+//   2. the cache file of this GPU and dtype (tuning/gemm_table_files.h: gemm_table_path),
 //      unless it is malformed or from another GPU: then one warning, and on to 3;
-//   3. the built-in defaults (backend/gemm_table_h200.cpp), with one info line.
+//   3. the built-in defaults (dispatch/gemm_table_h200.cpp), with one info line.
 // With --autotune, shapes of the model that 1/2 lack (all of them without a file) are
 // tuned first and saved into the cache file; the batch-1 near ties of that tune
-// (backend/gemm_table.h: gemm_step_ties) are then settled by the engine once the model is
+// (tuning/gemm_table_derive.h: gemm_step_ties) are then settled by the engine once the model is
 // loaded, by timing decode steps with each choice (Engine::create), and the file is saved
 // again. The table is fixed from then on, so every captured decode graph runs the plan it
 // was captured with.
@@ -19,12 +19,10 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/gemm_table.h"
+#include "dispatch/gemm_table.h"
 #include "fdpp/engine.h"
 #include "model/config.h"
-#ifdef FDPP_HAVE_CUDA
-#include "backend/cuda/bench/gemm_bench.h"
-#endif
+#include "tuning/gemm_table_derive.h"
 
 namespace fdpp {
 
@@ -49,15 +47,8 @@ using GemmStepTimer = std::function<Result<double>(const TunedGemmTable&)>;
 Result<TunedGemmTable> settle_gemm_step_ties(const GemmTableTune& tune,
                                              const GemmStepTimer& time_step, int rounds = 2);
 
-// Installs `table` on a CUDA backend's dispatcher (the decode graphs captured before keep
-// the plan they were captured with); Unsupported elsewhere.
+// Installs `table` on the backend (Backend::set_gemm_table: the decode graphs captured
+// before keep the plan they were captured with); Unsupported on a backend without a table.
 Status install_gemm_table(Backend& backend, TunedGemmTable table);
-
-#ifdef FDPP_HAVE_CUDA
-// The model's GEMMs as the tuner takes them (model/gemm_shapes.h): one per distinct
-// [N, K], the names of those sharing it joined, each with the prologue it runs after.
-// `fdpp tune` and --autotune tune exactly these.
-std::vector<cuda::GemmBenchShape> model_gemm_bench_shapes(const ModelConfig& cfg);
-#endif
 
 }  // namespace fdpp

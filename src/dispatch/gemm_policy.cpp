@@ -1,4 +1,4 @@
-#include "backend/gemm_policy.h"
+#include "dispatch/gemm_policy.h"
 
 namespace fdpp {
 

@@ -1,7 +1,7 @@
 // fdpp calibrate's data: the scaled scores s = q·k/√d of every attention layer while text
 // runs through the model (prefill, synchronized softmax, with the backend's score
 // statistics side output). Row maxes are kept whole, per sequence, because the φ fit and the
-// row-following simulation need each row (runtime/score_analysis.h); scores only as a
+// row-following simulation need each row (tuning/score_analysis.h); scores only as a
 // histogram.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "fdpp/status.h"
 #include "model/model.h"
-#include "runtime/calibration.h"
+#include "tuning/calibration.h"
 
 namespace fdpp {
 
@@ -35,7 +35,7 @@ Status collect_score_statistics(Model& model, const std::vector<int>& ids,
 
 // The calibration of these statistics: per layer the range covering `coverage` of the
 // scores (the paper's Figure 5), φ fitted to the row maxes for the narrowest safe range
-// (fp16 P, runtime/score_analysis.h) per layer and per KV head, and the fallback rates each
+// (fp16 P, tuning/score_analysis.h) per layer and per KV head, and the fallback rates each
 // φ source would have had on these rows:
 //   prefill_fp16p (layer φ), prefill_fp16p_kv_head (KV-head φ), prefill_bf16p,
 //   decode_calibrated / decode_follow (fp32 range, the decode kernels'), and the same two

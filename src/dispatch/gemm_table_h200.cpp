@@ -5,12 +5,12 @@
 // (worst regrets 1.9%, 4.6% (13B gate_up at M 3, cuBLASLt's own spread: docs/benchmarks.md),
 // 0.0%, 1.4%). Regenerate with `fdpp tune --emit-cpp` rather than editing rows.
 //
-// The built-in GEMM dispatch table (backend/gemm_table.h): what the engine uses when
+// The built-in GEMM dispatch table (dispatch/gemm_table.h): what the engine uses when
 // no table was tuned for its GPU. Each row is the choice for M in (the previous row's
 // M of the same shape, M]; "default" defers to the built-in rule of gemm_plan.h; split-K
 // 0 lets the planner pick; algo is cuBLASLt's heuristic answer (0: its first); µs is the
 // time measured at that M.
-#include "backend/gemm_table.h"
+#include "dispatch/gemm_table.h"
 
 namespace fdpp {
 namespace {
