@@ -7,6 +7,7 @@
 #include "chat/jinja/json_value.h"
 #include "chat/jinja/template.h"
 #include "model/config.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fdpp {
