@@ -43,9 +43,10 @@ TEST(PlanPrefill, TableMatchesTheChoicesOfB3ff36d) {
       {{65535, 1, 64, DType::kF16, true, kSync}, {kMma, 65535, kSync}},
   };
   for (const Row& r : rows) {
-    const std::string what = std::to_string(r.shape.n_heads) + "/" +
-                             std::to_string(r.shape.n_kv_heads) + " D" +
-                             std::to_string(r.shape.head_dim) + (r.shape.aligned16 ? "" : " unaligned");
+    const PrefillShape& s = r.shape;
+    const std::string what = std::to_string(s.n_heads) + "/" + std::to_string(s.n_kv_heads) +
+                             " D" + std::to_string(s.head_dim) +
+                             (s.aligned16 ? "" : " unaligned");
     Result<PrefillPlan> got = plan_prefill(r.shape);
     ASSERT_TRUE(got.ok()) << what << ": " << got.status().message();
     EXPECT_STREQ(prefill_kernel_name(got->kernel), prefill_kernel_name(r.want.kernel)) << what;
