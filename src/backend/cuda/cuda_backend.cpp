@@ -1,15 +1,10 @@
 #include "backend/cuda/cuda_backend.h"
 
-#include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "backend/cuda/attention/decode.h"
-#include "backend/cuda/attention/prefill.h"
-#include "backend/cuda/attention/split_plan.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/gemm/cublaslt.h"
 #include "backend/cuda/gemm/gemm_dispatch.h"
@@ -18,36 +13,6 @@
 
 namespace fdpp::cuda {
 namespace {
-
-constexpr size_t kMiB = size_t{1} << 20;
-
-// The unified-softmax fields of DecodeParams from the op's args (design.md, Technique 1).
-Status set_decode_softmax(const char* op, const AttentionSoftmaxArgs& sm, int64_t n_slots,
-                          int64_t n_heads, DecodeParams* p) {
-  if (sm.mode != SoftmaxMode::kUnified) return Status::Ok();
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "softmax.phi", sm.phi, DType::kF32, Shape{n_heads}));
-  if (!sm.row_max.empty())
-    FDPP_RETURN_IF_ERROR(
-        checks::tensor(op, "softmax.row_max", sm.row_max, DType::kF32, Shape{n_slots, n_heads}));
-  else if (sm.follow)
-    return InvalidArgument(fmt::format("{}: row-following φ needs softmax.row_max", op));
-  if (!sm.fallbacks.empty())
-    FDPP_RETURN_IF_ERROR(
-        checks::tensor(op, "softmax.fallbacks", sm.fallbacks, DType::kI32, Shape{1}));
-  p->policy = SoftmaxPolicy::kUnifiedMax;
-  p->phi = sm.phi.ptr<float>();
-  p->row_max = sm.row_max.empty() ? nullptr : sm.row_max.ptr<float>();
-  p->follow = sm.follow ? 1 : 0;
-  p->fallbacks = sm.fallbacks.empty() ? nullptr : sm.fallbacks.ptr<unsigned>();
-  return Status::Ok();
-}
-
-// The occupancy cache slot of a decode kernel.
-// Index into decode_occupancy_: generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
-int decode_kernel_index(int head_dim, bool fast, bool tensor_cores) {
-  if (!fast) return 0;
-  return (tensor_cores ? 3 : 0) + (head_dim == 64 ? 1 : head_dim == 128 ? 2 : 3);
-}
 
 class CudaStepGraph final : public StepGraph {
  public:
@@ -473,149 +438,6 @@ Status CudaBackend::rope_and_append_kv(const RopeAppendArgs& a) {
   p.n_slots = l.n_slots;
   p.capacity = l.capacity;
   return run_rope_append_kv(p, dtype_, kernel_stream());
-}
-
-Result<int> CudaBackend::decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores) {
-  int& slot = decode_occupancy_[decode_kernel_index(head_dim, fast_kernel, tensor_cores)];
-  if (slot == 0) {
-    FDPP_ASSIGN_OR_RETURN(const int n,
-                          decode_ctas_per_sm(head_dim, fast_kernel, tensor_cores, dtype_));
-    // 0 would mean the kernel cannot launch at all; the launch reports that.
-    slot = std::max(1, n);
-  }
-  return slot;
-}
-
-Result<int> CudaBackend::decode_splits(int batch, int n_kv_heads, int group, int head_dim,
-                                       int max_length, bool fast_kernel) {
-  if (decode_splits_override_ > 0) return std::min(decode_splits_override_, kDecodeMaxSplits);
-  const bool tensor_cores = decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel);
-  FDPP_ASSIGN_OR_RETURN(const int occupancy,
-                        decode_occupancy(head_dim, fast_kernel, tensor_cores));
-  const DecodeSplitOptions o =
-      tensor_cores ? decode_split_options_tensor_cores(head_dim)
-                   : decode_split_options(head_dim, fast_kernel, occupancy);
-  const int64_t ctas = int64_t{batch} * n_kv_heads * decode_head_groups(group);
-  return choose_decode_splits_for_ctas(static_cast<int>(std::min<int64_t>(ctas, 1 << 30)),
-                                       max_length, props_.multiProcessorCount, o);
-}
-
-bool CudaBackend::decode_wide_tiles(int batch, int n_kv_heads, int group, int head_dim,
-                                    int max_length, int splits, bool fast_kernel) const {
-  if (head_dim != 128 || !decode_uses_tensor_cores(sm_arch(), head_dim, fast_kernel))
-    return false;  // only the tensor-core kernel at head_dim 128 has the wide tiles
-  if (decode_tiles_override_ != DecodeTiles::kAuto)
-    return decode_tiles_override_ == DecodeTiles::kWide;
-  DecodeMmaTileShape t;
-  t.head_dim = head_dim;
-  t.ctas = int64_t{splits} * batch * n_kv_heads * decode_head_groups(group);
-  t.split_keys = decode_split_keys(max_length, splits, decode_tile_keys(head_dim, fast_kernel));
-  t.num_sms = props_.multiProcessorCount;
-  return decode_mma_wide_tiles(t);
-}
-
-Result<void*> CudaBackend::decode_workspace(size_t bytes) {
-  if (bytes <= workspace_bytes_) return workspace_.data();
-  FDPP_ASSIGN_OR_RETURN(const bool cap, capturing());
-  if (cap)
-    return InvalidArgument(fmt::format(
-        "attention_decode needs {} bytes of split-KV workspace (it has {}) while the stream is "
-        "capturing a CUDA graph: run this batch size and max_length once before capture, or "
-        "call reserve_decode_workspace()",
-        bytes, workspace_bytes_));
-  // Geometric growth bounds the retired total to the final size.
-  const size_t grown = (std::max(bytes, 2 * workspace_bytes_) + kMiB - 1) / kMiB * kMiB;
-  FDPP_ASSIGN_OR_RETURN(Buffer b, alloc(grown));
-  if (workspace_.data() != nullptr) retired_workspaces_.push_back(std::move(workspace_));
-  workspace_ = std::move(b);
-  workspace_bytes_ = grown;
-  return workspace_.data();
-}
-
-Status CudaBackend::reserve_decode_workspace(int batch, int n_heads, int n_kv_heads, int head_dim,
-                                             int max_length) {
-  FDPP_RETURN_IF_ERROR(activate());
-  if (batch < 1 || n_kv_heads < 1 || n_heads < 1 || n_heads % n_kv_heads != 0 || head_dim < 1)
-    return InvalidArgument(fmt::format("reserve_decode_workspace: batch {}, heads {} / {} kv, "
-                                       "head_dim {}",
-                                       batch, n_heads, n_kv_heads, head_dim));
-  const int group = n_heads / n_kv_heads;
-  size_t need = 0;
-  // The kernel choice also depends on pointer alignment: reserve for both.
-  for (const bool fast : {false, true}) {
-    if (fast && !decode_head_dim_has_fast_kernel(head_dim)) continue;
-    FDPP_ASSIGN_OR_RETURN(const int s,
-                          decode_splits(batch, n_kv_heads, group, head_dim, max_length, fast));
-    need = std::max(need, cuda::decode_workspace_bytes(batch, n_heads, head_dim, s));
-  }
-  return decode_workspace(need).status();
-}
-
-Status CudaBackend::attention_decode(const AttentionDecodeArgs& a) {
-  constexpr const char* op = "attention_decode";
-  FDPP_RETURN_IF_ERROR(activate());
-  FDPP_RETURN_IF_ERROR(check_cache(op, a.cache, a.layer));
-  const KVCacheLayout& l = a.cache->layout;
-  const int D = l.head_dim;
-  FDPP_RETURN_IF_ERROR(checks::rank(op, "q", a.q, 3));
-  const int64_t B = a.q.size(0), H = a.q.size(1);
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "q", a.q, dtype_, Shape{B, H, D}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "out", a.out, dtype_, Shape{B, H, D}));
-  FDPP_RETURN_IF_ERROR(check_no_overlap(op, "out", a.out, "q", a.q));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "slots", a.slots, DType::kI32, Shape{B}));
-  FDPP_RETURN_IF_ERROR(checks::tensor(op, "lengths", a.lengths, DType::kI32, Shape{B}));
-  if (H < 1 || H % l.n_kv_heads != 0)
-    return InvalidArgument(fmt::format("{}: q {} has {} heads, not a positive multiple of the "
-                                       "cache's {} KV heads",
-                                       op, a.q.describe(), H, l.n_kv_heads));
-  if (a.max_length < 1 || a.max_length > l.capacity)
-    return OutOfRange(fmt::format("{}: max_length {} outside [1, capacity {}]", op, a.max_length,
-                                  l.capacity));
-  if (!std::isfinite(a.scale))
-    return InvalidArgument(fmt::format("{}: scale {} is not finite", op, a.scale));
-  if (B == 0) return Status::Ok();
-  if (B > 65535 || H > (1 << 24))
-    return OutOfRange(fmt::format("{}: batch {} / {} heads too large", op, B, H));
-
-  const size_t layer_bytes = static_cast<size_t>(l.elements_per_layer()) * 2;
-  DecodeParams p;
-  p.q = a.q.data;
-  p.k = static_cast<const char*>(a.cache->k.data()) + a.layer * layer_bytes;
-  p.v = static_cast<const char*>(a.cache->v.data()) + a.layer * layer_bytes;
-  p.slots = a.slots.ptr<int32_t>();
-  p.lengths = a.lengths.ptr<int32_t>();
-  p.out = a.out.data;
-  p.batch = static_cast<int>(B);
-  p.n_heads = static_cast<int>(H);
-  p.n_kv_heads = l.n_kv_heads;
-  p.head_dim = D;
-  p.n_slots = l.n_slots;
-  p.capacity = l.capacity;
-  p.group = static_cast<int>(H / l.n_kv_heads);
-  p.head_groups = decode_head_groups(p.group);
-  p.max_length = a.max_length;
-  p.sm_arch = sm_arch();
-  p.scale_log2 = a.scale * 1.4426950408889634f;  // log2(e)
-  FDPP_RETURN_IF_ERROR(set_decode_softmax(op, a.softmax, l.n_slots, H, &p));
-  const bool fast_kernel = decode_uses_fast_kernel(p);
-  FDPP_ASSIGN_OR_RETURN(p.num_splits, decode_splits(p.batch, p.n_kv_heads, p.group, D,
-                                                    a.max_length, fast_kernel));
-  p.wide_tiles = decode_wide_tiles(p.batch, p.n_kv_heads, p.group, D, a.max_length,
-                                   p.num_splits, fast_kernel);
-  if (p.num_splits > 1) {
-    FDPP_ASSIGN_OR_RETURN(
-        void* ws,
-        decode_workspace(cuda::decode_workspace_bytes(p.batch, p.n_heads, D, p.num_splits)));
-    decode_workspace_assign(ws, &p);
-  }
-  return run_attention_decode(p, dtype_, kernel_stream());
-}
-
-Status CudaBackend::attention_prefill(const AttentionPrefillArgs& a) {
-  FDPP_RETURN_IF_ERROR(activate());
-  if (a.cache != nullptr)
-    FDPP_RETURN_IF_ERROR(check_cache("attention_prefill", a.cache, a.layer));
-  return run_attention_prefill(a, dtype_, props_.multiProcessorCount, stream_);
 }
 
 Status CudaBackend::silu_mul(const Tensor& gate_up, const Tensor& out) {

@@ -15,7 +15,6 @@
 
 #include <cuda_runtime.h>
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/launch.h"
 #include "dispatch/gemm_policy.h"
+#include "dispatch/plan_decode.h"
 
 namespace fdpp::cuda {
 
@@ -131,11 +131,11 @@ class CudaBackend final : public Backend {
 
   // Forces the decode split count (clamped to [1, kDecodeMaxSplits]); 0 restores
   // the heuristic. For tests and ablations.
-  void set_decode_splits_override(int splits) { decode_splits_override_ = splits; }
-  // Forces the tensor-core decode kernel's warp tiles at head_dim 128 (split_plan.h,
+  void set_decode_splits_override(int splits) { decode_policy_.splits = splits; }
+  // Forces the tensor-core decode kernel's warp tiles at head_dim 128 (decode_splits.h,
   // decode_mma_wide_tiles): kAuto follows the rule. For tests and bench-attention.
-  enum class DecodeTiles { kAuto, kNarrow, kWide };
-  void set_decode_tiles_override(DecodeTiles t) { decode_tiles_override_ = t; }
+  using DecodeTiles = fdpp::DecodeTiles;
+  void set_decode_tiles_override(DecodeTiles t) { decode_policy_.tiles = t; }
   // Routes every linear(): policy, dispatch table, and the forced runs of
   // benchmarks and tests (gemm/gemm_dispatch.h).
   GemmDispatcher& gemm_dispatcher() { return *gemm_dispatch_; }
@@ -149,6 +149,9 @@ class CudaBackend final : public Backend {
   // Grows the split-KV workspace for this shape now, outside any capture.
   Status reserve_decode_workspace(int batch, int n_heads, int n_kv_heads, int head_dim,
                                   int max_length);
+  // The plan attention_decode runs for this shape (dispatch/plan_decode.h), with this
+  // device's traits and the overrides above; measures the kernel's occupancy on first use.
+  Result<DecodePlan> decode_plan(const DecodeShape& shape);
   size_t decode_workspace_bytes() const { return workspace_bytes_; }
 
  private:
@@ -161,7 +164,8 @@ class CudaBackend final : public Backend {
   Result<bool> capturing() const;
   // The split-KV partials buffer, grown to `bytes` if needed (refused while capturing).
   Result<void*> decode_workspace(size_t bytes);
-  Result<int> decode_occupancy(int head_dim, bool fast_kernel, bool tensor_cores);
+  // decode_traits_ with the occupancy slot `shape` reads measured.
+  Result<DecodeDeviceTraits> decode_traits(const DecodeShape& shape);
   Status check_cache(const char* op, const KVCache* cache, int layer) const;
 
   int device_ = 0;
@@ -173,10 +177,8 @@ class CudaBackend final : public Backend {
   Buffer workspace_;                  // split-KV partials (decode_workspace_assign layout)
   size_t workspace_bytes_ = 0;
   std::vector<Buffer> retired_workspaces_;  // outgrown, still referenced by earlier graphs
-  // CTAs/SM (0: not queried): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
-  std::array<int, 7> decode_occupancy_{};
-  int decode_splits_override_ = 0;
-  DecodeTiles decode_tiles_override_ = DecodeTiles::kAuto;
+  DecodeDeviceTraits decode_traits_;  // occupancy slots measured on first use (0: not yet)
+  DecodePolicy decode_policy_;        // the overrides
   bool pdl_ = false;
   bool fuse_prologues_ = true;
 };

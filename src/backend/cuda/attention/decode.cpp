@@ -1,5 +1,6 @@
-// Split-KV decode attention: parameter checks and the closed switch from
-// runtime (dtype, head_dim) to the kernel instantiations (house rule 4).
+// Split-KV decode attention: parameter checks and the closed switch from the plan's kernel
+// and the runtime (dtype, head_dim) to the kernel instantiations (house rule 4). What runs is
+// dispatch/plan_decode.h's decision; nothing here chooses.
 #include "backend/cuda/attention/decode.h"
 
 #include <cstdint>
@@ -11,59 +12,54 @@
 namespace fdpp::cuda {
 namespace {
 
-constexpr size_t kWorkspaceAlign = 256;
-size_t align_up(size_t n) { return (n + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign; }
-
 bool aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 constexpr SoftmaxPolicy kSync = SoftmaxPolicy::kSynchronized;
 constexpr SoftmaxPolicy kUnified = SoftmaxPolicy::kUnifiedMax;
 
-// The unified fast kernel is instantiated for the head dims of the models it is measured on
-// (64, 128: Llama, OPT, ChatGLM2); head_dim 256 keeps the synchronized fast kernel (exact
-// either way), and the generic kernel has both policies.
-bool has_unified_fast(int head_dim) { return head_dim == 64 || head_dim == 128; }
-
-// The tensor-core kernel or the CUDA-core one: split_plan.h says which, and why.
-bool uses_mma(const DecodeParams& p, bool fast) {
-  return decode_uses_tensor_cores(p.sm_arch, p.head_dim, fast);
-}
-
 template <DType kDType>
-Status launch_split(const DecodeParams& p, bool fast, KernelStream stream) {
+Status launch_split(const DecodeParams& p, DecodeKernel kernel, KernelStream stream) {
   const bool unified = p.policy == kUnified;
-  if (!fast)
-    return unified ? launch_decode_generic<kDType, kUnified>(p, stream)
-                   : launch_decode_generic<kDType, kSync>(p, stream);
-  if (uses_mma(p, fast)) {
-    if (p.head_dim == 64)
-      return unified ? launch_decode_mma<kDType, 64, kUnified, false>(p, stream)
-                     : launch_decode_mma<kDType, 64, kSync, false>(p, stream);
-    if (p.wide_tiles)
-      return unified ? launch_decode_mma<kDType, 128, kUnified, true>(p, stream)
-                     : launch_decode_mma<kDType, 128, kSync, true>(p, stream);
-    return unified ? launch_decode_mma<kDType, 128, kUnified, false>(p, stream)
-                   : launch_decode_mma<kDType, 128, kSync, false>(p, stream);
+  switch (kernel) {
+    case DecodeKernel::kGeneric:
+      return unified ? launch_decode_generic<kDType, kUnified>(p, stream)
+                     : launch_decode_generic<kDType, kSync>(p, stream);
+    case DecodeKernel::kTensorCore:
+      if (p.head_dim == 64)
+        return unified ? launch_decode_mma<kDType, 64, kUnified, false>(p, stream)
+                       : launch_decode_mma<kDType, 64, kSync, false>(p, stream);
+      if (p.head_dim == 128)
+        return unified ? launch_decode_mma<kDType, 128, kUnified, false>(p, stream)
+                       : launch_decode_mma<kDType, 128, kSync, false>(p, stream);
+      break;
+    case DecodeKernel::kTensorCoreWide:
+      if (p.head_dim == 128)
+        return unified ? launch_decode_mma<kDType, 128, kUnified, true>(p, stream)
+                       : launch_decode_mma<kDType, 128, kSync, true>(p, stream);
+      break;
+    case DecodeKernel::kCudaCore:
+      switch (p.head_dim) {
+        case 64:
+          return unified ? launch_decode_split<kDType, 64, kUnified>(p, stream)
+                         : launch_decode_split<kDType, 64, kSync>(p, stream);
+        case 128:
+          return unified ? launch_decode_split<kDType, 128, kUnified>(p, stream)
+                         : launch_decode_split<kDType, 128, kSync>(p, stream);
+        case 256: return launch_decode_split<kDType, 256, kSync>(p, stream);
+        default: break;
+      }
+      break;
   }
-  switch (p.head_dim) {
-    case 64:
-      return unified ? launch_decode_split<kDType, 64, kUnified>(p, stream)
-                     : launch_decode_split<kDType, 64, kSync>(p, stream);
-    case 128:
-      return unified ? launch_decode_split<kDType, 128, kUnified>(p, stream)
-                     : launch_decode_split<kDType, 128, kSync>(p, stream);
-    case 256: return launch_decode_split<kDType, 256, kSync>(p, stream);
-    default: break;
-  }
-  return Internal(fmt::format("attention_decode: no fast kernel for head_dim {}", p.head_dim));
+  return Internal(fmt::format("attention_decode: no {} kernel for head_dim {}",
+                              decode_kernel_name(kernel), p.head_dim));
 }
 
 // Occupancy of the synchronized kernels: it sizes the split plan, which must not depend on
 // the policy (a graph captured with one plan serves both, and the comparison is fair).
 template <DType kDType>
-Result<int> occupancy(int head_dim, bool fast, bool tensor_cores) {
-  if (!fast) return decode_generic_occupancy<kDType, kSync>();
-  if (tensor_cores && (head_dim == 64 || head_dim == 128))
+Result<int> occupancy(DecodeKernel family, int head_dim) {
+  if (family == DecodeKernel::kGeneric) return decode_generic_occupancy<kDType, kSync>();
+  if (family != DecodeKernel::kCudaCore && (head_dim == 64 || head_dim == 128))
     return head_dim == 64 ? decode_mma_occupancy<kDType, 64, kSync>()
                           : decode_mma_occupancy<kDType, 128, kSync>();
   switch (head_dim) {
@@ -77,41 +73,39 @@ Result<int> occupancy(int head_dim, bool fast, bool tensor_cores) {
 
 }  // namespace
 
-size_t decode_workspace_bytes(int batch, int n_heads, int head_dim, int num_splits) {
-  if (num_splits <= 1 || batch <= 0 || n_heads <= 0 || head_dim <= 0) return 0;
-  const size_t rows = static_cast<size_t>(batch) * n_heads * num_splits;
-  return 2 * align_up(rows * sizeof(float)) + align_up(rows * head_dim * sizeof(float));
+bool decode_pointers_aligned16(const DecodeParams& p) {
+  return aligned(p.q, 16) && aligned(p.k, 16) && aligned(p.v, 16);
+}
+
+void decode_params_set_plan(const DecodePlan& plan, DecodeParams* p) {
+  p->group = plan.group;
+  p->head_groups = plan.head_groups;
+  p->num_splits = plan.splits;
+  p->tile_keys = plan.tile_keys;  // the combine re-derives the split ranges from it
+  p->wide_tiles = plan.kernel == DecodeKernel::kTensorCoreWide;
+  p->policy = plan.softmax;
 }
 
 void decode_workspace_assign(void* workspace, DecodeParams* p) {
-  const size_t rows = static_cast<size_t>(p->batch) * p->n_heads * p->num_splits;
+  const DecodeWorkspaceLayout w =
+      decode_workspace_layout(p->batch, p->n_heads, p->head_dim, p->num_splits);
   char* base = static_cast<char*>(workspace);
-  p->part_m = reinterpret_cast<float*>(base);                                 // (B, H, S)
-  p->part_l = reinterpret_cast<float*>(base + align_up(rows * sizeof(float)));  // (B, H, S)
-  p->part_acc =
-      reinterpret_cast<float*>(base + 2 * align_up(rows * sizeof(float)));  // (B, H, S, D)
+  p->part_m = reinterpret_cast<float*>(base + w.m);      // (B, H, S)
+  p->part_l = reinterpret_cast<float*>(base + w.l);      // (B, H, S)
+  p->part_acc = reinterpret_cast<float*>(base + w.acc);  // (B, H, S, D)
 }
 
-bool decode_uses_fast_kernel(const DecodeParams& p) {
-  return decode_head_dim_has_fast_kernel(p.head_dim) && aligned(p.q, 16) && aligned(p.k, 16) &&
-         aligned(p.v, 16);
-}
-
-UnifiedType decode_unified_type(const DecodeParams& p, DType dtype) {
-  if (!uses_mma(p, decode_uses_fast_kernel(p))) return UnifiedType::kF32;
-  return dtype == DType::kF16 ? UnifiedType::kF16P : UnifiedType::kBF16P;
-}
-
-Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores, DType dtype) {
+Result<int> decode_ctas_per_sm(DecodeKernel family, int head_dim, DType dtype) {
   switch (dtype) {
-    case DType::kF16: return occupancy<DType::kF16>(head_dim, fast_kernel, tensor_cores);
-    case DType::kBF16: return occupancy<DType::kBF16>(head_dim, fast_kernel, tensor_cores);
+    case DType::kF16: return occupancy<DType::kF16>(family, head_dim);
+    case DType::kBF16: return occupancy<DType::kBF16>(family, head_dim);
     default: break;
   }
   return Unsupported(fmt::format("attention_decode: dtype {}", dtype_name(dtype)));
 }
 
-Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream stream) {
+Status run_attention_decode(const DecodeParams& p, const DecodePlan& plan, DType dtype,
+                            KernelStream stream) {
   constexpr const char* op = "attention_decode";
   if (dtype != DType::kF16 && dtype != DType::kBF16)
     return Unsupported(fmt::format("{}: dtype {} (f16 or bf16)", op, dtype_name(dtype)));
@@ -126,6 +120,9 @@ Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream str
   if (p.num_splits < 1 || p.num_splits > kDecodeMaxSplits)
     return Internal(fmt::format("{}: {} splits outside [1, {}]", op, p.num_splits,
                                 kDecodeMaxSplits));
+  if (p.num_splits != plan.splits || p.tile_keys != plan.tile_keys || p.policy != plan.softmax ||
+      p.group != plan.group || p.wide_tiles != (plan.kernel == DecodeKernel::kTensorCoreWide))
+    return Internal(fmt::format("{}: parameters disagree with the plan", op));
   if (p.batch == 0) return Status::Ok();
   // gridDim.y and .z are limited to 65535.
   if (int64_t{p.n_kv_heads} * p.head_groups > 65535 || p.batch > 65535)
@@ -138,24 +135,26 @@ Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream str
   // Element pairs are loaded as 32-bit words; outputs are stored per element.
   if (!aligned(p.k, 4) || !aligned(p.v, 4) || !aligned(p.q, 2) || !aligned(p.out, 2))
     return InvalidArgument(fmt::format("{}: misaligned q/k/v/out pointers", op));
-
-  const bool fast = decode_uses_fast_kernel(p);
-  DecodeParams q = p;
-  q.tile_keys = decode_tile_keys(p.head_dim, fast);  // the combine re-derives the split ranges
-  if (q.policy == kUnified && fast && !has_unified_fast(q.head_dim)) q.policy = kSync;
-  if (q.policy == kUnified && q.phi == nullptr)
+  // The fast kernels' 16-byte loads: a plan made for other pointers would fault.
+  if (plan.kernel != DecodeKernel::kGeneric && !decode_pointers_aligned16(p))
+    return Internal(fmt::format("{}: a {} plan for pointers that are not 16-byte aligned", op,
+                                decode_kernel_name(plan.kernel)));
+  if (p.policy == kUnified && p.phi == nullptr)
     return Internal(fmt::format("{}: unified softmax without φ", op));
   switch (dtype) {
-    case DType::kF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kF16>(q, fast, stream)); break;
-    case DType::kBF16: FDPP_RETURN_IF_ERROR(launch_split<DType::kBF16>(q, fast, stream)); break;
+    case DType::kF16:
+      FDPP_RETURN_IF_ERROR(launch_split<DType::kF16>(p, plan.kernel, stream));
+      break;
+    case DType::kBF16:
+      FDPP_RETURN_IF_ERROR(launch_split<DType::kBF16>(p, plan.kernel, stream));
+      break;
     default: break;
   }
-  if (q.num_splits > 1) {
-    if (q.policy == kUnified)
-      FDPP_RETURN_IF_ERROR(
-          launch_decode_combine_unified(q, dtype, decode_unified_type(q, dtype), stream));
+  if (p.num_splits > 1) {
+    if (p.policy == kUnified)
+      FDPP_RETURN_IF_ERROR(launch_decode_combine_unified(p, dtype, plan.unified_type, stream));
     else
-      FDPP_RETURN_IF_ERROR(launch_decode_combine(q, dtype, stream));
+      FDPP_RETURN_IF_ERROR(launch_decode_combine(p, dtype, stream));
   }
   return Status::Ok();
 }

@@ -17,7 +17,7 @@
 //
 // The unified-max kernels (SoftmaxPolicy::kUnifiedMax, issue 4) keep the same layout but
 // make l and acc relative to the row's φ instead of the split's max (the tensor-core kernel
-// rounds p to fp16/bf16 before it enters l and acc; decode_unified_type):
+// rounds p to fp16/bf16 before it enters l and acc; DecodePlan::unified_type):
 //   m = max_j t_j (for the range check only), l = Σ_j 2^(t_j - φ), acc = Σ_j 2^(t_j - φ)·v_j,
 // so the combine just sums them (attention/combine_unified.cu) and recomputes, with the
 // synchronized softmax, the splits of a row whose max leaves φ's safe range.
@@ -28,10 +28,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cuda/attention/softmax_policy.h"
-#include "backend/cuda/attention/split_plan.h"
 #include "backend/cuda/launch.h"
 #include "core/dtype.h"
+#include "dispatch/plan_decode.h"
 #include "fdpp/status.h"
 
 namespace fdpp::cuda {
@@ -53,15 +52,16 @@ struct DecodeParams {
   int n_slots = 0;
   int capacity = 0;
   int group = 1;        // n_heads / n_kv_heads: query head h reads KV head h / group (HF repeat_kv)
+  // The plan's fields (decode_params_set_plan; dispatch/plan_decode.h decides them):
   int head_groups = 1;  // decode_head_groups(group): CTAs per KV head per split
   int num_splits = 1;   // 1: the split kernel writes out directly and no combine runs
-  int tile_keys = 32;   // keys per tile of the kernel that runs (set by run_attention_decode)
-  int max_length = 0;   // the grid's bound on lengths (picks the kernel: split_plan.h); 0: unknown
-  int sm_arch = 0;      // the device's compute capability × 10 (picks the kernel); 0: unknown
-  bool wide_tiles = false;  // tensor-core kernel at head_dim 128: 32-key warp tiles (split_plan.h)
+  int tile_keys = 32;   // keys per split tile of the kernel that runs
+  bool wide_tiles = false;  // tensor-core kernel at head_dim 128: 32-key warp tiles
+  SoftmaxPolicy policy = SoftmaxPolicy::kSynchronized;
+  int max_length = 0;   // the grid's bound on lengths (the plan's input); 0: unknown
+  int sm_arch = 0;      // the device's compute capability × 10 (the tensor-core kernel checks it)
   float scale_log2 = 0.f;  // softmax scale · log2(e)
   // Unified-max softmax (kUnifiedMax kernels only):
-  SoftmaxPolicy policy = SoftmaxPolicy::kSynchronized;
   const float* phi = nullptr;  // (n_heads): φ of each query head, s units (s = scale·q·k)
   // (n_slots, n_heads): the last row max (s units) of each (slot, head); every unified row
   // writes its max here, and with `follow` a finite entry is that row's φ. nullptr: not kept.
@@ -70,28 +70,25 @@ struct DecodeParams {
   unsigned* fallbacks = nullptr;  // +1 per row recomputed synchronized; nullptr: not counted
 };
 
-// Bytes of fp32 partials for num_splits > 1 (0 for one split), and where the
-// three arrays sit in such a workspace (each 256-byte aligned).
-size_t decode_workspace_bytes(int batch, int n_heads, int head_dim, int num_splits);
+// Whether q, k and v allow the fast kernels' 16-byte loads (DecodeShape::aligned16).
+bool decode_pointers_aligned16(const DecodeParams& p);
+
+// Copies the plan's decisions into the parameters the kernels read.
+void decode_params_set_plan(const DecodePlan& plan, DecodeParams* p);
+
+// Points part_m / part_l / part_acc into a workspace of plan.workspace_bytes
+// (decode_workspace_layout); p->num_splits must be set.
 void decode_workspace_assign(void* workspace, DecodeParams* p);
 
-// The head_dim-templated kernel takes it (16-byte loads need 16-byte aligned
-// q, out, k and v); otherwise the generic kernel does.
-bool decode_uses_fast_kernel(const DecodeParams& p);
+// Resident CTAs per SM of the synchronized instantiation of a kernel family
+// (decode_kernel_family): the DecodeDeviceTraits the plan reads.
+Result<int> decode_ctas_per_sm(DecodeKernel family, int head_dim, DType dtype);
 
-// The type the unified split kernel that serves these parameters holds P in: fp16/bf16 for
-// the tensor-core kernel (head_dim 64, 128), fp32 for the CUDA-core ones. The range check of
-// dispatch/softmax_range.h and the center of row-following φ depend on it.
-UnifiedType decode_unified_type(const DecodeParams& p, DType dtype);
-
-// Resident CTAs per SM of the kernel decode_uses_fast_kernel and decode_uses_tensor_cores
-// pick (feeds the split plan).
-Result<int> decode_ctas_per_sm(int head_dim, bool fast_kernel, bool tensor_cores, DType dtype);
-
-// Launches the split kernel (and the combine if num_splits > 1) on `stream`.
-// Checks the parameters it relies on (dtype, head_dim, grid limits, workspace);
-// shapes are the caller's (CudaBackend::attention_decode). Allocates nothing.
-Status run_attention_decode(const DecodeParams& p, DType dtype, KernelStream stream);
+// Launches the plan's split kernel (and the combine if plan.splits > 1) on `stream`.
+// Checks the parameters it relies on (heads, grid limits, pointers, workspace, agreement
+// with the plan); the shape's support is plan_decode's. Decides nothing, allocates nothing.
+Status run_attention_decode(const DecodeParams& p, const DecodePlan& plan, DType dtype,
+                            KernelStream stream);
 
 // ---- per-instantiation launchers (decode_d*_*.cu, decode_generic_*.cu, combine.cu) ----
 template <DType kDType, int kHeadDim, SoftmaxPolicy kPolicy>
@@ -111,7 +108,7 @@ Result<int> decode_generic_occupancy();
 Status launch_decode_combine(const DecodeParams& p, DType dtype, KernelStream stream);
 // The unified combine: sums the φ-relative partials, checks each row's range and recomputes
 // the splits of a failing row in the same CTA (combine_unified.cu). `type` is the type the
-// split kernel held P in (decode_unified_type): it sets the range and follow-φ's center.
+// split kernel held P in (DecodePlan::unified_type): it sets the range and follow-φ's center.
 Status launch_decode_combine_unified(const DecodeParams& p, DType dtype, UnifiedType type,
                                      KernelStream stream);
 

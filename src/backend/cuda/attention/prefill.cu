@@ -1,6 +1,7 @@
-// The prefill attention launcher: checks the op's arguments, then a closed switch over
-// (head_dim, dtype, softmax policy) picks the tensor-core instantiation (house rule 4); any
-// other even head_dim up to 256 takes the generic SIMT kernel (both policies at run time).
+// The prefill attention launcher: checks the op's arguments, asks plan_prefill
+// (dispatch/plan_prefill.h) which kernel runs, then a closed switch over (head_dim, dtype,
+// softmax policy) reaches the tensor-core instantiation (house rule 4); the generic SIMT
+// kernel takes every other even head_dim up to 256 (both policies at run time).
 // With args.stats set it also launches the score statistics pass of fdpp calibrate.
 #include "backend/cuda/attention/prefill.h"
 
@@ -10,6 +11,7 @@
 
 #include "backend/cuda/attention/prefill_params.h"
 #include "backend/cuda/attention/score_stats.h"
+#include "dispatch/plan_prefill.h"
 #include "dispatch/softmax_range.h"
 
 namespace fdpp::cuda {
@@ -108,10 +110,14 @@ Status run_attention_prefill_batched(const AttentionPrefillArgs& args, int batch
     FDPP_RETURN_IF_ERROR(
         check_optional("stats.row_max", st.row_max, DType::kF32, Shape{T, n_heads}));
   }
-  if (n_heads < 1 || l.n_kv_heads < 1 || n_heads % l.n_kv_heads != 0)
-    return InvalidArgument("attention_prefill: q has " + str(n_heads) +
-                           " heads, not a positive multiple of the cache's " +
-                           str(l.n_kv_heads) + " KV heads");
+  PrefillShape shape;
+  shape.n_heads = n_heads;
+  shape.n_kv_heads = l.n_kv_heads;
+  shape.head_dim = head_dim;
+  shape.dtype = dtype;
+  shape.softmax = unified ? SoftmaxPolicy::kUnifiedMax : SoftmaxPolicy::kSynchronized;
+  // Heads, head_dim and the head count's grid limit: what no kernel takes.
+  FDPP_RETURN_IF_ERROR(check_prefill_shape(shape));
   if (args.start_pos < 0 || args.start_pos + T > l.capacity)
     return OutOfRange("attention_prefill: positions [" + str(args.start_pos) + ", " +
                       str(args.start_pos + T) + ") outside the cache's [0, " + str(l.capacity) +
@@ -119,11 +125,6 @@ Status run_attention_prefill_batched(const AttentionPrefillArgs& args, int batch
   if (!(args.scale > 0.f) || !std::isfinite(args.scale))
     return InvalidArgument("attention_prefill: scale must be positive and finite (the kernel "
                            "takes the row max of unscaled scores)");
-  if (head_dim <= 0 || head_dim % 2 != 0 || head_dim > 256)
-    return Unsupported("attention_prefill: head_dim " + str(head_dim) +
-                       " (the CUDA kernels take even head_dim <= 256)");
-  if (n_heads > 65535)
-    return Unsupported("attention_prefill: more than 65535 heads");
   {
     // Every CTA reads its q rows into shared memory before writing out, but other CTAs do
     // not order against it; an aliased out would race with their reads.
@@ -147,16 +148,21 @@ Status run_attention_prefill_batched(const AttentionPrefillArgs& args, int batch
   p.k = static_cast<const char*>(k_layer.data) + slot_off;  // (n_kv_heads, capacity, head_dim)
   p.v = static_cast<const char*>(v_layer.data) + slot_off;  // (n_kv_heads, capacity, head_dim)
   p.out = args.out.data;
+  // cp.async moves 16-byte chunks; a view offset that breaks that alignment (possible only
+  // through a hand-made Tensor) takes the generic kernel rather than faulting.
+  shape.aligned16 = aligned(p.q, 16) && aligned(p.out, 16) && aligned(p.k, 16) &&
+                    aligned(p.v, 16);
+  FDPP_ASSIGN_OR_RETURN(const PrefillPlan plan, plan_prefill(shape));
   p.T = static_cast<int>(T);
   p.n_heads = static_cast<int>(n_heads);
-  p.group = static_cast<int>(n_heads / l.n_kv_heads);
+  p.group = plan.group;
   p.capacity = l.capacity;
   p.start_pos = args.start_pos;
   p.scale_log2 = args.scale * kLog2e;
   p.batch = batch;
   p.q_batch_stride = T * n_heads * head_dim;
   p.kv_batch_stride = static_cast<int64_t>(l.n_kv_heads) * l.capacity * head_dim;  // a slot
-  p.policy = unified ? SoftmaxPolicy::kUnifiedMax : SoftmaxPolicy::kSynchronized;
+  p.policy = plan.softmax;
   p.phi = unified ? sm.phi.ptr<float>() : nullptr;
   p.fallbacks = sm.fallbacks.empty() ? nullptr : sm.fallbacks.ptr<unsigned>();
   // (n_slots, n_heads) → this slot's row; one sequence only (a batch would race on it).
@@ -181,13 +187,10 @@ Status run_attention_prefill_batched(const AttentionPrefillArgs& args, int batch
     FDPP_RETURN_IF_ERROR(run_score_stats(sp, dtype, stream));
   }
 
-  // cp.async moves 16-byte chunks; a view offset that breaks that alignment (possible only
-  // through a hand-made Tensor) takes the generic kernel rather than faulting.
-  const bool mma_ok = aligned(p.q, 16) && aligned(p.out, 16) && aligned(p.k, 16) &&
-                      aligned(p.v, 16);
-  if (mma_ok && (head_dim == 64 || head_dim == 128))
-    return unified ? launch_mma<SoftmaxPolicy::kUnifiedMax>(p, dtype, head_dim, stream)
-                   : launch_mma<SoftmaxPolicy::kSynchronized>(p, dtype, head_dim, stream);
+  if (plan.kernel == PrefillKernel::kTensorCore)
+    return plan.softmax == SoftmaxPolicy::kUnifiedMax
+               ? launch_mma<SoftmaxPolicy::kUnifiedMax>(p, dtype, head_dim, stream)
+               : launch_mma<SoftmaxPolicy::kSynchronized>(p, dtype, head_dim, stream);
   if (!aligned(p.q, 4) || !aligned(p.out, 4) || !aligned(p.k, 4) || !aligned(p.v, 4))
     return InvalidArgument("attention_prefill: q, out and the KV cache must be 4-byte aligned");
   return launch_prefill_generic(p, dtype, head_dim, stream);

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/attention/prefill.h"
-#include "backend/cuda/attention/split_plan.h"
+#include "dispatch/decode_splits.h"
 #include "backend/cuda/bench/event_timer.h"
 #include "backend/cuda/bench/fill_random.h"
 #include "backend/cuda/cuda_backend.h"

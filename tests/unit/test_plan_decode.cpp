@@ -1,14 +1,16 @@
-// The decode split-KV plan (src/backend/cuda/attention/split_plan.h) as pure
-// functions: how many splits a launch gets, and which keys each split covers.
-// Header-only and CUDA-free, so CI checks it without a GPU.
+// The decode plan (src/dispatch/plan_decode.h) and its split-KV arithmetic
+// (src/dispatch/decode_splits.h) as pure functions: which kernel a launch runs, how many
+// splits it gets, which keys each split covers, its softmax and its workspace. CUDA-free,
+// so CI checks it without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
-#include "backend/cuda/attention/split_plan.h"
+#include "dispatch/plan_decode.h"
 
-namespace fdpp::cuda {
+namespace fdpp {
 namespace {
 
 constexpr int kH200Sms = 132;
@@ -171,7 +173,6 @@ TEST(SplitPlan, EmptySplitsOnlyAtTheTail) {
   EXPECT_EQ(non_empty, 3);
 }
 
-
 TEST(SplitPlan, TensorCoreKernelWhereverItRuns) {
   // GQA and MHA alike, whatever the work (MHA at batch × length >= 32K keys went to the
   // CUDA-core kernel until the TMA maps' 128-byte L2 promotion made the tensor cores faster).
@@ -187,7 +188,7 @@ TEST(SplitPlan, TensorCoreKernelWhereverItRuns) {
 }
 
 // The wide warp tiles: short splits in one wave, at head_dim 128 only; the plan's own
-// splits give the configurations of the rule's measurement (split_plan.h).
+// splits give the configurations of the rule's measurement (decode_splits.h).
 TEST(SplitPlan, WideTilesForShortSplitsInOneWave) {
   const DecodeSplitOptions o = decode_split_options_tensor_cores(128);
   const int tile = decode_tile_keys(128, true);
@@ -214,5 +215,142 @@ TEST(SplitPlan, WideTilesForShortSplitsInOneWave) {
   EXPECT_EQ(decode_split_keys(0, 4, 32), 0);
 }
 
+// ---- plan_decode -------------------------------------------------------------------------
+// The table of (shape, traits, policy) -> plan that pins the choices down:
+// test_plan_decode_table.cpp.
+
+// Occupancy inputs (CTAs per SM): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
+// Distinct values, so a plan that read the wrong slot would show.
+constexpr DecodeOccupancy kOccupancy = {3, 7, 6, 5, 2, 2};
+const DecodeDeviceTraits kH200{90, 132, kOccupancy};
+const DecodeDeviceTraits kA100{80, 108, kOccupancy};  // sm_80: no tensor-core kernel (no TMA)
+constexpr DType kF16 = DType::kF16;
+constexpr DType kBF16 = DType::kBF16;
+constexpr bool kAligned = true;
+constexpr bool kUnaligned = false;
+constexpr SoftmaxPolicy kSync = SoftmaxPolicy::kSynchronized;
+constexpr SoftmaxPolicy kUnified = SoftmaxPolicy::kUnifiedMax;
+
+// The occupancy slot of each family, and that only the slot a shape names is read.
+TEST(PlanDecode, OccupancySlots) {
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kGeneric, 96), 0);
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kCudaCore, 64), 1);
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kCudaCore, 128), 2);
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kCudaCore, 256), 3);
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kTensorCore, 64), 4);
+  EXPECT_EQ(decode_occupancy_slot(DecodeKernel::kTensorCore, 128), 5);
+  DecodeShape s{1, 32, 32, 128, 32768, kF16, kAligned, kSync};
+  EXPECT_EQ(decode_kernel_family(s, 80), DecodeKernel::kCudaCore);
+  EXPECT_EQ(decode_kernel_family(s, 90), DecodeKernel::kTensorCore);
+  s.aligned16 = false;
+  EXPECT_EQ(decode_kernel_family(s, 90), DecodeKernel::kGeneric);
+  // Only slot 2 (CUDA-core d128) feeds this A100 plan: the others may be unknown.
+  DecodeDeviceTraits t{80, 108, {}};
+  t.ctas_per_sm[2] = 6;
+  s.aligned16 = true;
+  Result<DecodePlan> a = plan_decode(s, t);
+  Result<DecodePlan> b = plan_decode(s, kA100);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*a == *b);
+  // An unknown occupancy counts one CTA per SM, like decode_split_options.
+  Result<DecodePlan> unknown = plan_decode(s, DecodeDeviceTraits{80, 108, {}});
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->splits, choose_decode_splits(1, 32, 32768, 108,
+                                                  decode_split_options(128, true, 1)));
+}
+
+struct ReserveRow {
+  DecodeDeviceTraits traits;
+  DecodeShape shape;
+  int splits_override;
+  size_t want;
+};
+
+// reserve_decode_workspace's bytes: the larger of the two alignment cases (b3ff36d's values).
+TEST(PlanDecode, ReserveCoversBothAlignments) {
+  const std::vector<ReserveRow> rows = {
+        {kH200, {1, 32, 8, 128, 32768}, 0, 815616},
+        {kH200, {8, 32, 32, 128, 32768}, 0, 399360},
+        {kH200, {1, 32, 32, 64, 4096}, 0, 101376},
+        {kH200, {1, 32, 8, 256, 32768}, 0, 2707968},
+        {kH200, {1, 32, 8, 96, 32768}, 0, 614912},
+        {kA100, {1, 32, 32, 128, 32768}, 0, 332800},
+        {kA100, {64, 32, 32, 128, 4096}, 0, 4259840},
+        {kH200, {2, 32, 8, 128, 4096}, 16, 532480},
+  };
+  for (const ReserveRow& r : rows) {
+    DecodePolicy policy;
+    policy.splits = r.splits_override;
+    Result<size_t> got = decode_reserve_bytes(r.shape, r.traits, policy);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(*got, r.want) << "B" << r.shape.batch << " D" << r.shape.head_dim << " L"
+                            << r.shape.max_length;
+    // Never less than the plan of either alignment.
+    for (const bool aligned : {false, true}) {
+      DecodeShape s = r.shape;
+      s.aligned16 = aligned;
+      Result<DecodePlan> p = plan_decode(s, r.traits, policy);
+      ASSERT_TRUE(p.ok());
+      EXPECT_GE(*got, p->workspace_bytes);
+    }
+  }
+}
+
+TEST(PlanDecode, WorkspaceLayout) {
+  // 32 rows of (m, l) take 128 bytes each, padded to 256; acc 32 × 128 floats.
+  const DecodeWorkspaceLayout w = decode_workspace_layout(1, 8, 128, 4);
+  EXPECT_EQ(w.m, 0u);
+  EXPECT_EQ(w.l, 256u);
+  EXPECT_EQ(w.acc, 512u);
+  EXPECT_EQ(w.bytes, 512u + 32u * 128u * 4u);
+  EXPECT_EQ(decode_workspace_layout(1, 8, 128, 1).bytes, 0u) << "one split writes out directly";
+  EXPECT_EQ(decode_workspace_layout(0, 8, 128, 4).bytes, 0u);
+  // Each array 256-byte aligned whatever the row count.
+  const DecodeWorkspaceLayout odd = decode_workspace_layout(3, 5, 96, 7);
+  EXPECT_EQ(odd.l % 256, 0u);
+  EXPECT_EQ(odd.acc % 256, 0u);
+  EXPECT_GE(odd.l, 3u * 5 * 7 * 4);
+  EXPECT_GE(odd.bytes - odd.acc, 3u * 5 * 7 * 96 * 4);
+}
+
+// What no decode kernel takes is refused by the plan, with the codes the launcher used.
+TEST(PlanDecode, RefusesWhatNoKernelTakes) {
+  const auto code = [](DecodeShape s) { return plan_decode(s, kH200).status().code(); };
+  const DecodeShape ok{1, 32, 8, 128, 4096, kF16, kAligned, kSync};
+  EXPECT_TRUE(plan_decode(ok, kH200).ok());
+  DecodeShape s = ok;
+  s.head_dim = 7;  // odd: the kernels load element pairs
+  EXPECT_EQ(code(s), StatusCode::kUnsupported);
+  s.head_dim = 258;
+  EXPECT_EQ(code(s), StatusCode::kUnsupported);
+  s.head_dim = 0;
+  EXPECT_EQ(code(s), StatusCode::kUnsupported);
+  s = ok;
+  s.dtype = DType::kF32;
+  EXPECT_EQ(code(s), StatusCode::kUnsupported);
+  s = ok;
+  s.n_kv_heads = 6;  // 32 heads are not a multiple of 6
+  EXPECT_EQ(code(s), StatusCode::kInvalidArgument);
+  s.n_kv_heads = 0;
+  EXPECT_EQ(code(s), StatusCode::kInvalidArgument);
+  s = ok;
+  s.batch = -1;
+  EXPECT_EQ(code(s), StatusCode::kInvalidArgument);
+  // Batch 0 is a valid (empty) launch: one split, no workspace.
+  s = ok;
+  s.batch = 0;
+  Result<DecodePlan> empty = plan_decode(s, kH200);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->splits, 1);
+  EXPECT_EQ(empty->workspace_bytes, 0u);
+}
+
+TEST(PlanDecode, KernelNames) {
+  EXPECT_STREQ(decode_kernel_name(DecodeKernel::kGeneric), "generic");
+  EXPECT_STREQ(decode_kernel_name(DecodeKernel::kCudaCore), "cuda-core");
+  EXPECT_STREQ(decode_kernel_name(DecodeKernel::kTensorCore), "mma");
+  EXPECT_STREQ(decode_kernel_name(DecodeKernel::kTensorCoreWide), "mma-wide");
+}
+
 }  // namespace
-}  // namespace fdpp::cuda
+}  // namespace fdpp
