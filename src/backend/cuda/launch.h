@@ -34,6 +34,10 @@
 
 #include <utility>
 
+#ifdef __CUDACC__
+#include "backend/cuda/ptx.cuh"
+#endif
+
 namespace fdpp::cuda {
 
 // A stream and whether kernels launched on it may overlap their predecessor
@@ -52,21 +56,7 @@ bool kernels_support_pdl();
 
 #ifdef __CUDACC__
 
-// Blocks until every grid this one depends on has completed and its memory
-// writes are visible (a no-op when launched without PDL, or below sm_90).
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-// Lets the next kernel in the stream be scheduled once every CTA of this grid
-// has called this (or exited).
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+// pdl_wait() and pdl_launch_dependents() are in ptx.cuh (the inline-PTX wrappers).
 
 // kernel<<<grid, block, smem, s.stream>>>(args...), with the PDL attribute when
 // s.pdl. The kernel must follow the contract above.

@@ -1,6 +1,6 @@
 // Device-side numeric helpers shared by the CUDA kernels: the DType → element
 // type map, fp16/bf16 ↔ fp32 conversion (round to nearest even, as core/half.h
-// does on the host), 16-byte packing, warp reductions and cp.async.
+// does on the host), 16-byte packing and warp reductions (cp.async: ptx.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "backend/cuda/ptx.cuh"
 #include "core/dtype.h"
 
 // cp.async (and the bf16 conversions) need Ampere; CI builds sm_80 and sm_90.
@@ -165,25 +166,6 @@ __device__ __forceinline__ float block_sum(float v) {
   }
   __syncthreads();
   return partial[0];
-}
-
-// 16-byte global → shared copy that bypasses L1 (.cg: streamed data is read once).
-// With fill == false nothing is read and the 16 bytes are zeroed (src-size 0),
-// so a tile's tail past the last key holds zeros, never stale NaN.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool fill) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_bytes = fill ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
-               "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Waits until at most kPending of this thread's committed groups are in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/attention/combine_common.cuh"
 #include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/softmax_state.cuh"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
@@ -37,7 +38,7 @@ __global__ void __launch_bounds__(kMaxThreads) combine_kernel(const DecodeParams
   for (int d = static_cast<int>(threadIdx.x); d < D; d += static_cast<int>(blockDim.x)) {
     const float o = decode::weighted_split_sum(pacc, S, D, d, sw);
     // den == 0 only when every split is empty (length 0): attention over nothing is 0.
-    out[d] = from_float<T>(den > 0.f ? o / den : 0.f);
+    out[d] = from_float<T>(softmax_normalize(o, den));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/softmax_state.cuh"
 #include "backend/cuda/attention/split_plan.h"
 #include "backend/cuda/numeric.cuh"
 
@@ -61,7 +62,7 @@ __device__ void stage_split_weights(const float* pm, const float* pl, int S, Spl
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const bool has = split_has_keys(m[i], l[i]);
-      const float w = !has ? 0.f : kRescale ? exp2f(m[i] - m_star) : 1.f;
+      const float w = !has ? 0.f : kRescale ? partial_weight<Exp2Kind::kExact>(m[i], m_star) : 1.f;
       if (has) den = fmaf(w, l[i], den);
       const int s = lane + 32 * i;
       if (s < S) sw.w[s] = w;

@@ -23,6 +23,7 @@
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/decode_common.cuh"
 #include "backend/cuda/attention/decode_fallback.cuh"
+#include "backend/cuda/attention/softmax_state.cuh"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
@@ -51,7 +52,7 @@ __device__ void recompute_row(const DecodeParams& p, int b, int h, int slot, int
                             static_cast<int64_t>(p.capacity) * D;
   const T* q_row = static_cast<const T*>(p.q) + row * D;  // (D)
   // Weights 2^(ref_s − ref) with ref the row max: in double no term under- or overflows.
-  const double ref = isfinite(m_star) ? m_star : 0.0;
+  const double ref = merge_ref_f64(m_star);
   double num0 = 0.0, num1 = 0.0, den = 0.0;  // dims tid and tid + kThreads
   float row_max = -INFINITY;
   for (int s = 0; s < S; ++s) {
@@ -64,13 +65,13 @@ __device__ void recompute_row(const DecodeParams& p, int b, int h, int slot, int
     if (redo) {  // uniform
       const DecodeKeyRange r = decode_split_range(len, S, s, p.tile_keys);
       decode::sync_partial<T>(p, kv_offset, q_row, r.begin, r.end, sm);
-      w = exp2(static_cast<double>(sm.m) - ref);
+      w = partial_weight_f64(sm.m, ref);
       l_s = sm.l;
       if (tid < D) a0 = sm.acc[tid];
       if (tid + kThreads < D) a1 = sm.acc[tid + kThreads];
       row_max = fmaxf(row_max, sm.m);
     } else {
-      w = exp2(static_cast<double>(phi) - ref);
+      w = partial_weight_f64(phi, ref);
       l_s = pl[s];
       if (tid < D) a0 = pacc[s * D + tid];
       if (tid + kThreads < D) a1 = pacc[s * D + tid + kThreads];

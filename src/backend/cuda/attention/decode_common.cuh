@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backend/cuda/attention/decode.h"
+#include "backend/cuda/attention/softmax_state.cuh"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda::decode {
@@ -147,7 +148,7 @@ __device__ __forceinline__ void store_result(const DecodeParams& p, const CtaWor
   if (p.num_splits == 1) {
     T* out = static_cast<T*>(p.out);  // (batch, n_heads, head_dim)
     out[(static_cast<int64_t>(w.b) * p.n_heads + h) * p.head_dim + d] =
-        from_float<T>(l > 0.f ? acc / l : 0.f);
+        from_float<T>(softmax_normalize(acc, l));
   } else {
     const int64_t i = partial_index(p, w.b, h, w.split);
     p.part_acc[i * p.head_dim + d] = acc;
@@ -172,7 +173,7 @@ struct SplitSoftmax<SoftmaxPolicy::kSynchronized> {
 
   __device__ __forceinline__ void init() {
 #pragma unroll
-    for (int j = 0; j < kHeadsPerWarp; ++j) m[j] = -INFINITY, l[j] = 0.f;
+    for (int j = 0; j < kHeadsPerWarp; ++j) softmax_init(m[j], l[j]);
   }
 
   // sp (kMaxG, kTK): scores t of this tile, -inf for keys past the split's end;
@@ -196,23 +197,19 @@ struct SplitSoftmax<SoftmaxPolicy::kSynchronized> {
         tile_max = fmaxf(tile_max, t[i]);
       }
       tile_max = warp_max(tile_max);
-      const float m_new = fmaxf(m[j], tile_max);
-      // While every key so far is masked m_new is -inf: subtract 0 instead so
-      // that no -inf - -inf = NaN arises (every p is then 2^-inf = 0).
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      const float corr = exp2f(m[j] - m_use);  // first tile: 2^-inf = 0, acc and l are 0 anyway
+      const SoftmaxRescale r = softmax_rescale<Exp2Kind::kExact>(m[j], tile_max);
       float sum = 0.f;
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
         const int k = lane + 32 * i;
-        const float pk = exp2f(t[i] - m_use);
+        const float pk = softmax_p<Exp2Kind::kExact>(t[i], r);
         if (k < kTK) sp[g][k] = pk;
         sum += k < kTK ? pk : 0.f;
       }
       sum = warp_sum(sum);
-      l[j] = l[j] * corr + sum;
-      m[j] = m_new;
-      if (lane == 0) scorr[g] = corr;
+      l[j] = softmax_rescale_l(l[j], r) + sum;
+      m[j] = r.m_new;
+      if (lane == 0) scorr[g] = r.corr;
     }
   }
 

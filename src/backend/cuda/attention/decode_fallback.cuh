@@ -65,16 +65,12 @@ __device__ void sync_partial(const DecodeParams& p, int64_t kv_offset, const T* 
     __syncthreads();
     if (warp == 0) {
       const float t = sm.p[lane];
-      const float m_new = fmaxf(m, warp_max(t));
-      // While every key so far is masked m_new is -inf: subtract 0, so that no
-      // -inf - -inf = NaN arises (every p is then 2^-inf = 0).
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      const float corr = exp2f(m - m_use);
-      const float pk = exp2f(t - m_use);
+      const SoftmaxRescale r = softmax_rescale<Exp2Kind::kExact>(m, warp_max(t));
+      const float pk = softmax_p<Exp2Kind::kExact>(t, r);
       sm.p[lane] = pk;
-      l = l * corr + warp_sum(pk);
-      m = m_new;
-      if (lane == 0) sm.corr = corr;
+      l = softmax_rescale_l(l, r) + warp_sum(pk);
+      m = r.m_new;
+      if (lane == 0) sm.corr = r.corr;
     }
     __syncthreads();
     const float corr = sm.corr;
@@ -118,7 +114,7 @@ __device__ void finish_single_split(const DecodeParams& p, const CtaWork& w, con
       T* out = static_cast<T*>(p.out) + row * p.head_dim;  // (head_dim)
       // l >= 1 unless the inputs hold NaN, which then shows in the output as it should.
       for (int d = tid; d < p.head_dim; d += kThreads)
-        out[d] = from_float<T>(sm.l > 0.f ? sm.acc[d] / sm.l : sm.acc[d] * sm.l);
+        out[d] = from_float<T>(softmax_normalize_keep_nan(sm.acc[d], sm.l));
       if (tid == 0) {
         if (p.fallbacks != nullptr) atomicAdd(p.fallbacks, 1u);
         store_row_max(p, w, g, sm.m);

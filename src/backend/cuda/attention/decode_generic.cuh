@@ -6,7 +6,8 @@
 // that need speed have head_dim 64/128/256.
 // Unified softmax: warp w scores heads w, w + kWarps (one key per lane), so each
 // lane exponentiates its own score against φ and keeps its own max and sum.
-// Included only by decode_generic_*.cu (one instantiation per file).
+// Included only by decode_generic_*.cu (one instantiation per file, generated from
+// instantiations.cmake).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -76,8 +77,7 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
                    ? unified_phi_log2(load_phi_inputs(p, w.slot, w.h0 + g), UnifiedType::kF32,
                                       w.len)
                    : 0.f;
-    u_m[j] = -INFINITY;
-    u_l[j] = 0.f;
+    softmax_init(u_m[j], u_l[j]);
   }
   float acc[kGenericItems][2];
 #pragma unroll
@@ -117,12 +117,9 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(const DecodeParams p)
       const bool valid = key0 + r < w.end;
       if constexpr (kUnified) {
         // softmax(t) = 2^(t - φ) / Σ 2^(t - φ) for any φ: p is final right here.
-        const float pk = valid ? exp2f(s - u_phi[j]) : 0.f;
+        const float pk = valid ? softmax_p_unified<Exp2Kind::kExact>(s, u_phi[j]) : 0.f;
         sp[g][r] = pk;
-        if (valid) {
-          u_m[j] = fmaxf(u_m[j], s);
-          u_l[j] += pk;
-        }
+        if (valid) softmax_add_unified(u_m[j], u_l[j], s, pk);
       } else {
         sp[g][r] = valid ? s : -INFINITY;
       }

@@ -1,7 +1,8 @@
 // The fast split-KV decode kernel: head_dim a template constant (64, 128, 256),
 // 16-bit K/V streamed through shared memory in 8 KB tiles by cp.async, two
 // stages deep, while the previous tile is computed; fp32 math throughout.
-// Included only by the decode_d*_*.cu instantiation files (one per file).
+// Included only by the decode_d*_*.cu instantiation files (one per file, generated from
+// instantiations.cmake).
 //
 // Thread layout (128 threads): a key row of head_dim elements is kLanes = D/8
 // threads × 16 bytes; kRows = 128/kLanes rows are handled at once.
@@ -147,7 +148,8 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   // Unified: this thread's head (lane g < gc owns head g), its φ, and its running max and
   // sum over the keys of its row group: registers, reduced across row groups at the end.
   // φ is loaded now and decided once the first tile's copies are issued (load_phi_inputs).
-  float u_m = -INFINITY, u_l = 0.f;
+  float u_m, u_l;
+  softmax_init(u_m, u_l);
   PhiInputs phi_in{0.f, NAN};
   if constexpr (kUnified)
     if (lane < gc) phi_in = load_phi_inputs(p, w.slot, w.h0 + lane);
@@ -185,12 +187,9 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
           if constexpr (kUnified) {
             // softmax(t) = 2^(t - φ) / Σ 2^(t - φ) for any φ: p is final right here.
             if (lane == g) {
-              const float pk = valid ? exp2f(s - u_phi) : 0.f;
+              const float pk = valid ? softmax_p_unified<Exp2Kind::kExact>(s, u_phi) : 0.f;
               sp[g][r] = pk;
-              if (valid) {
-                u_m = fmaxf(u_m, s);
-                u_l += pk;
-              }
+              if (valid) softmax_add_unified(u_m, u_l, s, pk);
             }
           } else {
             if (lane == 0) sp[g][r] = valid ? s : -INFINITY;
@@ -253,11 +252,9 @@ __global__ void __launch_bounds__(kThreads) split_kernel(const DecodeParams p) {
   __syncthreads();
   if constexpr (kUnified) {
     if (tid < gc) {
-      float m = -INFINITY, l = 0.f;
-      for (int r = 0; r < kRows; ++r) {
-        m = fmaxf(m, sp[tid][r]);
-        l += sp[tid][kRows + r];
-      }
+      float m, l;
+      softmax_init(m, l);
+      for (int r = 0; r < kRows; ++r) softmax_merge_unified(m, l, sp[tid][r], sp[tid][kRows + r]);
       sm_m[tid] = m;
       sm_l[tid] = l;
       // With one split this is the whole row: its range check (a NaN fails it). Thread

@@ -1,7 +1,7 @@
 // The tensor-core split-KV decode kernel (FlashDecoding++ style), head_dim 64 and 128, f16/bf16,
 // both softmax policies. Same grid, CtaWork, partial layout and fallback as the CUDA-core
 // kernel of decode_kernel.cuh (decode.h has the contract); included only by the
-// decode_mma_d*_*.cu instantiation files (one per file).
+// decode_mma_d*_*.cu instantiation files (one per file, generated from instantiations.cmake).
 //
 // Why tensor cores: the query heads of a GQA group (gc ≤ 8) share every K/V row, so per
 // KV head Q·Kᵀ is a [gc × D]·[D × keys] product and P·V a [gc × keys]·[keys × D] one. On CUDA
@@ -60,6 +60,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ptx.cuh"
 #include "backend/cuda/tensor_map.h"
 
 namespace fdpp::cuda::decode {
@@ -98,89 +99,12 @@ struct MmaTile {
   static_assert(kRedBytes + sizeof(FallbackSmem) + 16 <= kSmemBytes, "reduction fits the ring");
 };
 
-// 2^x on the MUFU unit (≈2 ulp, subnormal results flushed as softmax_range.h assumes);
-// ex2.approx(-inf) = +0, which is what masked keys need.
-__device__ __forceinline__ float mma_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// d (16x8 fp32) += a (16x16, row) · b (16x8, col); fragment layouts as in the PTX ISA.
-template <class T>
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<T, __half>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-}
-
-// Four 8x8 b16 matrices; lanes 8i..8i+7 address the rows of matrix i. Plain: lane l gets row
-// l/4, columns 2(l%4)+{0,1}; .trans: rows 2(l%4)+{0,1} of column l/4 (the transpose).
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
 // TMA and the mbarrier transaction count are Hopper features (sm_90). The kernel is
 // compiled for every architecture of the build (FDPP_CUDA_ARCHS, "80;90" by default), but
-// below sm_90 its body is a trap: the host picks it only on compute capability 9.0 and
-// later (split_plan.h, decode_uses_tensor_cores), and an A100 runs the CUDA-core kernel.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define FDPP_DECODE_MMA_HAS_TMA 0
-#else
-#define FDPP_DECODE_MMA_HAS_TMA 1
-#endif
-
-#if FDPP_DECODE_MMA_HAS_TMA
-// The mbarrier protocol of one ring stage: lane 0 arrives with the byte count the stage's
-// boxes will deliver (expect_tx), the TMA completes those bytes, and the phase flips when
-// both are done; readers wait for the parity of the stage's use.
-__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, unsigned parity) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// One box of `map` at (column x, row y) into shared memory `dst` (1024-byte aligned),
-// completing on mbarrier `bar`.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map, int x, int y,
-                                            uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-
+// below sm_90 its body is a trap (FDPP_PTX_HAS_TMA, ptx.cuh): the host picks it only on
+// compute capability 9.0 and later (split_plan.h, decode_uses_tensor_cores), and an A100 runs
+// the CUDA-core kernel.
+#if FDPP_PTX_HAS_TMA
 // Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8
 // (64 dims), its row r (128 bytes), chunk c % 8 swizzled by the TMA's 128-byte pattern.
 template <int kD, bool kWide>
@@ -206,7 +130,7 @@ __device__ __forceinline__ void mma_issue_tile(uint32_t stage, uint32_t bar, con
     tma_load_2d(stage + Tl::kTileBytes + h * Tl::kBoxBytes, tv, 64 * h, y, bar);
   }
 }
-#endif  // FDPP_DECODE_MMA_HAS_TMA
+#endif  // FDPP_PTX_HAS_TMA
 
 // tk, tv: tensor maps of the layer's K and V caches as (n_slots · n_kv_heads · capacity,
 // kD) matrices with kWK × 64 boxes (launch_decode_mma encodes them).
@@ -214,8 +138,8 @@ template <int kD, bool kWide, class T, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(kThreads, 2)
     mma_split_kernel(const DecodeParams p, const __grid_constant__ CUtensorMap tk,
                      const __grid_constant__ CUtensorMap tv) {
-#if !FDPP_DECODE_MMA_HAS_TMA
-  __trap();  // never launched below sm_90 (see FDPP_DECODE_MMA_HAS_TMA)
+#if !FDPP_PTX_HAS_TMA
+  __trap();  // never launched below sm_90 (see FDPP_PTX_HAS_TMA)
 #else
   using Tl = MmaTile<kD, kWide>;
   constexpr int kWK = Tl::kWK, kNT = Tl::kNT, kDS = Tl::kDSteps, kKS = Tl::kKSteps;
@@ -276,10 +200,7 @@ __global__ void __launch_bounds__(kThreads, 2)
                         static_cast<uint32_t>(warp * kStages) * kStageBytes;
   const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(&s_bar[warp][0]));
   if (lane < kStages) mbar_init(bars + 8 * lane, 1);  // one arrival (lane 0's) per phase
-  // The initialised barriers must be visible to the TMA unit (the async proxy) before a
-  // copy signals them.
-  asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::
-                   : "memory");
+  mbar_fence_init();  // the TMA (async proxy) must see the initialised barriers
   __syncwarp();
   // φ: the calibrated one before the wait, the previous row max after it (load_phi_calibrated);
   // loaded now, decided after the first copies are issued.
@@ -331,8 +252,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int first = max(w.end - key0, 0);
       for (int e = lane; e < (kWK - first) * Tl::kChunks; e += 32) {
         const int r = first + e / Tl::kChunks, c = e % Tl::kChunks;
-        const uint32_t a = vt + mma_tile_offset<kD, kWide>(r, c);
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(a), "r"(0u) : "memory");
+        st_shared_fill_v4(vt + mma_tile_offset<kD, kWide>(r, c), 0u);
       }
       __syncwarp();
     }
@@ -348,9 +268,9 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int jj = 0; jj < kNT / 2; ++jj) {
         uint32_t b[4];
-        ldsm_x4(b, kt + frag(jj, ks));
-        mma16816<T>(s[2 * jj], qa[ks][0], 0u, qa[ks][1], 0u, b[0], b[1]);
-        mma16816<T>(s[2 * jj + 1], qa[ks][0], 0u, qa[ks][1], 0u, b[2], b[3]);
+        ldmatrix_x4(b, kt + frag(jj, ks));
+        mma_m16n8k16<T>(s[2 * jj], qa[ks][0], 0u, qa[ks][1], 0u, b[0], b[1]);
+        mma_m16n8k16<T>(s[2 * jj + 1], qa[ks][0], 0u, qa[ks][1], 0u, b[2], b[3]);
       }
 
     // ---- P, rounded to T and packed as the B fragments of P·V ----
@@ -365,12 +285,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int e = 0; e < 2; ++e) {
           const bool valid = key0 + 8 * j + 2 * tq + e < w.end;
           const float t = s[j][e] * scale;
-          m = valid ? fmaxf(m, t) : m;
-          pe[e] = valid ? mma_exp2(t - phi) : 0.f;
+          m = valid ? fmaxf(m, t) : m;  // the max seen, for the range check
+          pe[e] = valid ? softmax_p_unified<Exp2Kind::kMufu>(t, phi) : 0.f;
         }
         pb[j] = pack2<T>(pe[0], pe[1]);
         const float2 r = unpack2<T>(pb[j]);
-        l += r.x + r.y;
+        l += r.x + r.y;  // the rounded P, as the mma sees it
       }
     } else {
       float t[kNT][2];
@@ -386,20 +306,18 @@ __global__ void __launch_bounds__(kThreads, 2)
       // The quad (lanes 4g..4g+3) holds head g's keys of this tile.
       tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 1));
       tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
-      const float m_new = fmaxf(m, tmax);
-      // While every key so far is masked m_new is -inf: subtract 0 instead, so that no
-      // -inf - -inf = NaN arises (every p is then 2^-inf = 0).
-      const float m_use = m_new == -INFINITY ? 0.f : m_new;
-      const float corr = mma_exp2(m - m_use);  // first tile: 2^-inf = 0; acc and l are 0
+      const SoftmaxRescale rs = softmax_rescale<Exp2Kind::kMufu>(m, tmax);
+      const float corr = rs.corr;
       float sum = 0.f;
 #pragma unroll
       for (int j = 0; j < kNT; ++j) {
-        pb[j] = pack2<T>(mma_exp2(t[j][0] - m_use), mma_exp2(t[j][1] - m_use));
+        pb[j] = pack2<T>(softmax_p<Exp2Kind::kMufu>(t[j][0], rs),
+                         softmax_p<Exp2Kind::kMufu>(t[j][1], rs));
         const float2 r = unpack2<T>(pb[j]);
-        sum += r.x + r.y;
+        sum += r.x + r.y;  // the rounded P, as the mma sees it
       }
-      l = l * corr + sum;
-      m = m_new;
+      l = softmax_rescale_l(l, rs) + sum;
+      m = rs.m_new;
       // acc holds heads 2tq and 2tq+1, whose corr sits in lanes 8tq and 8tq + 4. Once the max
       // settles corr is 1 in every lane and the warp skips the rescale (exactly: ×1).
       if (__any_sync(0xffffffffu, corr != 1.f)) {
@@ -421,8 +339,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int d = 0; d < kDS; ++d) {
         uint32_t a[4];
-        ldsm_x4_trans(a, vt + frag(kk, d));
-        mma16816<T>(acc[d], a[0], a[1], a[2], a[3], pb[2 * kk], pb[2 * kk + 1]);
+        ldmatrix_x4_trans(a, vt + frag(kk, d));
+        mma_m16n8k16<T>(acc[d], a[0], a[1], a[2], a[3], pb[2 * kk], pb[2 * kk + 1]);
       }
     __syncwarp();  // every lane is done with stage rd before it is refilled
     rd = rd + 1 == kStages ? 0 : rd + 1;
@@ -455,8 +373,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         m0 = fmaxf(m0, s_wm[v][2 * tq]);
         m1 = fmaxf(m1, s_wm[v][2 * tq + 1]);
       }
-      f0 = mma_exp2(s_wm[warp][2 * tq] - (m0 == -INFINITY ? 0.f : m0));
-      f1 = mma_exp2(s_wm[warp][2 * tq + 1] - (m1 == -INFINITY ? 0.f : m1));
+      f0 = partial_weight<Exp2Kind::kMufu>(s_wm[warp][2 * tq], max_offset(m0));
+      f1 = partial_weight<Exp2Kind::kMufu>(s_wm[warp][2 * tq + 1], max_offset(m1));
     }
     float* r0 = red + (warp * kMaxG + 2 * tq) * Tl::kRedStride + g;
     float* r1 = r0 + Tl::kRedStride;
@@ -472,10 +390,11 @@ __global__ void __launch_bounds__(kThreads, 2)
     float ms = -INFINITY, ls = 0.f;
 #pragma unroll
     for (int v = 0; v < kWarps; ++v) ms = fmaxf(ms, s_wm[v][tid]);
-    const float m_use = ms == -INFINITY ? 0.f : ms;
+    const float m_use = max_offset(ms);
 #pragma unroll
     for (int v = 0; v < kWarps; ++v)
-      ls += kUnified ? s_wl[v][tid] : mma_exp2(s_wm[v][tid] - m_use) * s_wl[v][tid];
+      ls += kUnified ? s_wl[v][tid]
+                     : partial_weight<Exp2Kind::kMufu>(s_wm[v][tid], m_use) * s_wl[v][tid];
     sm_m[tid] = ms;
     sm_l[tid] = ls;
     if constexpr (kUnified) {
@@ -503,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       finish_single_split<T>(p, w, s_bad, *fb);
     }
   }
-#endif  // FDPP_DECODE_MMA_HAS_TMA
+#endif  // FDPP_PTX_HAS_TMA
 }
 
 }  // namespace fdpp::cuda::decode

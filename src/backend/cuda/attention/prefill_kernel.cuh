@@ -2,7 +2,8 @@
 // kBlockM query rows of one head, streams the keys/values of its KV head through shared
 // memory in kBlockN-key tiles (cp.async, double-buffered), computes S = Q·Kᵀ and O += P·V with
 // mma.sync m16n8k16 (fp32 accumulation) and keeps the softmax state in registers; the score
-// matrix never leaves the SM. Included only by the prefill_d*_*.cu instantiation files.
+// matrix never leaves the SM. Included only by the prefill_d*_*.cu instantiation files
+// (generated from instantiations.cmake).
 //
 // Unified-max softmax (SoftmaxPolicy::kUnifiedMax, design.md Technique 1): P = 2^(t - φ)
 // with φ per head known up front, so a key tile needs no row-max reduction across the quad
@@ -29,6 +30,7 @@
 #include "backend/cuda/attention/prefill_softmax.cuh"
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ptx.cuh"
 
 namespace fdpp::cuda::prefill {
 
@@ -62,60 +64,6 @@ struct TileConfig {
   static_assert((kBlockM * kChunks) % kThreads == 0, "Q tile copy must divide evenly");
   static_assert(kSmemBytes <= 227 * 1024, "exceeds the 227 KB per-CTA shared memory of sm_90");
 };
-
-// ---- the mma instruction per element type -------------------------------------------------
-// d (16x8 fp32) += a (16x16 row-major) · b (16x8 col-major), fragments as in the PTX ISA.
-template <DType kDType> struct Mma;
-template <> struct Mma<DType::kF16> {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-template <> struct Mma<DType::kBF16> {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                             uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-// ---- PTX wrappers ---------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global -> shared copy that bypasses L1 (.cg); src_bytes = 0 writes 16 zero bytes and
-// reads nothing, which is how rows past the end of q or of the valid keys are filled.
-// (numeric.cuh's cp_async_16 takes a generic pointer; here the 32-bit shared address is kept
-// in registers, since it is reused across the whole tile copy.)
-__device__ __forceinline__ void cp_async_16_shared(uint32_t dst, const void* src,
-                                                   int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-// Four 8x8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i, and lane l gets
-// row l/4, columns 2(l%4), 2(l%4)+1 of matrix i in r[i] (.trans: row 2(l%4)+{0,1}, column
-// l/4, i.e. the transpose) — exactly the mma.m16n8k16 A/B fragment pieces.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a (rows, head_dim) b16 tile. A row is
 // a multiple of 128 bytes, so without the XOR the 8 rows an ldmatrix phase reads (same chunk) would
@@ -172,7 +120,6 @@ template <class Cfg, DType kDType, SoftmaxPolicy kPolicy>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     prefill_attention_kernel(const PrefillParams p) {
   using T = typename DeviceType<kDType>::type;
-  using M = Mma<kDType>;
   constexpr int kD = Cfg::kHeadDim;
   constexpr int kMT = Cfg::kWarpMTiles;
   constexpr int kNT = Cfg::kNTiles;
@@ -259,10 +206,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        st.m[mi][h] = -INFINITY;
-        st.l[mi][h] = 0.f;
-      }
+      for (int h = 0; h < 2; ++h) softmax_init(st.m[mi][h], st.l[mi][h]);
 
     // Key tiles from the last (diagonal: needs the mask) down to 0, so the masked tiles come
     // first and the rest run without the mask test.
@@ -315,8 +259,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           ldmatrix_x4(b, k_frag.at(np * 16, ks) + stage_off);
 #pragma unroll
           for (int mi = 0; mi < kMT; ++mi) {
-            M::run(s[mi][2 * np], a[mi], b[0], b[1]);
-            M::run(s[mi][2 * np + 1], a[mi], b[2], b[3]);
+            mma_m16n8k16<T>(s[mi][2 * np], a[mi], b[0], b[1]);
+            mma_m16n8k16<T>(s[mi][2 * np + 1], a[mi], b[2], b[3]);
           }
         }
       }
@@ -360,8 +304,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           ldmatrix_x4_trans(b, v_frag.at(kk * 16, dp) + stage_off);
 #pragma unroll
           for (int mi = 0; mi < kMT; ++mi) {
-            M::run(o[mi][2 * dp], pa[mi], b[0], b[1]);
-            M::run(o[mi][2 * dp + 1], pa[mi], b[2], b[3]);
+            mma_m16n8k16<T>(o[mi][2 * dp], pa[mi], b[0], b[1]);
+            mma_m16n8k16<T>(o[mi][2 * dp + 1], pa[mi], b[2], b[3]);
           }
         }
       }
@@ -435,7 +379,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       // l >= 1 for every real row (its max key contributes exp(0)) and, unified, l >= 2^a;
       // 0 only for rows past T.
-      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const float inv = softmax_inv_l(l);
       const int row = warp_row0 + mi * 16 + g + h * 8;
       if (p.last_row_max != nullptr) {  // uniform
         // The running max of q·k (sync), or a thread's max of the biased scores (unified).
@@ -449,7 +393,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int dj = 0; dj < kDT; ++dj) {
         const uint32_t packed = pack2<T>(o[mi][dj][2 * h] * inv, o[mi][dj][2 * h + 1] * inv);
         const uint32_t addr = sQ + swizzle<kD>(row, dj) + tig * 4;
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed) : "memory");
+        st_shared_b32(addr, packed);
       }
     }
   __syncwarp();
@@ -460,11 +404,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     const int row = warp_row0 + idx / Cfg::kChunks;
     const int chunk = idx % Cfg::kChunks;
     if (row < q_rows) {
-      uint4 val;
-      asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w)
-                   : "r"(sQ + swizzle<kD>(row, chunk))
-                   : "memory");
+      const uint4 val = ld_shared_v4_b32(sQ + swizzle<kD>(row, chunk));
       *reinterpret_cast<uint4*>(out + row * q_stride + chunk * 8) = val;
     }
   }

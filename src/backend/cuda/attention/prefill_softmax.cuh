@@ -6,16 +6,11 @@
 #include <cuda_runtime.h>
 
 #include "backend/cuda/attention/softmax_policy.h"
+#include "backend/cuda/attention/softmax_state.cuh"
+#include "backend/cuda/ptx.cuh"
 #include "core/dtype.h"
 
 namespace fdpp::cuda::prefill {
-
-// 2^x on the MUFU unit (≈2 ulp); ex2.approx(-inf) = +0, which is what masked scores need.
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // ---- softmax policies -----------------------------------------------------------------------
 // Per thread: rows g and g+8 (h = 0, 1) of each of the warp's m16 tiles (g = lane/4). m is the
@@ -39,8 +34,9 @@ struct OnlineSoftmax<SoftmaxPolicy::kSynchronized> {
   template <int kMT, int kNT, int kDT>
   static __device__ __forceinline__ void step(float (&s)[kMT][kNT][4], float (&o)[kMT][kDT][4],
                                               RowState<kMT>& st, float scale_log2) {
-    float m_scaled[kMT][2];  // new running max times scale_log2: the exponent offset
-    float alpha[kMT][2];     // exp(scale·(m_old - m_new)): rescales o and l
+    // offset: the new running max times scale_log2 (the exponent offset); corr (alpha):
+    // exp(scale·(m_old - m_new)), which rescales o and l.
+    SoftmaxRescale rs[kMT][2];
     bool changed = false;
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi) {
@@ -53,11 +49,9 @@ struct OnlineSoftmax<SoftmaxPolicy::kSynchronized> {
         // The 4 lanes of a quad hold the 4 column pairs of the same row.
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        // A row whose keys so far are all masked has mx = -inf: subtract 0 instead, so that
-        // exp2(-inf - (-inf)) = NaN never happens (every term is then exp2(-inf) = 0).
-        m_scaled[mi][h] = mx == -INFINITY ? 0.f : mx * scale_log2;
+        // A row whose keys so far are all masked has mx = -inf: the offset is 0 (max_offset).
         // Old max -inf (first tile): alpha = exp2(-inf) = 0, and o, l are 0 anyway.
-        alpha[mi][h] = fast_exp2(st.m[mi][h] * scale_log2 - m_scaled[mi][h]);
+        rs[mi][h] = softmax_rescale_scaled<Exp2Kind::kMufu>(st.m[mi][h], mx, scale_log2);
         changed |= mx != st.m[mi][h];
         st.m[mi][h] = mx;
       }
@@ -71,7 +65,7 @@ struct OnlineSoftmax<SoftmaxPolicy::kSynchronized> {
 #pragma unroll
         for (int dj = 0; dj < kDT; ++dj)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) o[mi][dj][e] *= alpha[mi][e >> 1];
+          for (int e = 0; e < 4; ++e) o[mi][dj][e] *= rs[mi][e >> 1].corr;
     }
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi) {
@@ -83,12 +77,12 @@ struct OnlineSoftmax<SoftmaxPolicy::kSynchronized> {
 #pragma unroll
           for (int e = 2 * h; e < 2 * h + 2; ++e) {
             // One FFMA + one MUFU per score: the scale is folded into the exponent base.
-            const float pr = fast_exp2(s[mi][nj][e] * scale_log2 - m_scaled[mi][h]);
+            const float pr = softmax_p<Exp2Kind::kMufu>(s[mi][nj][e] * scale_log2, rs[mi][h]);
             s[mi][nj][e] = pr;
             sum += pr;
           }
         }
-        st.l[mi][h] = st.l[mi][h] * alpha[mi][h] + sum;
+        st.l[mi][h] = softmax_rescale_l(st.l[mi][h], rs[mi][h]) + sum;
       }
     }
   }
@@ -114,8 +108,9 @@ struct OnlineSoftmax<SoftmaxPolicy::kUnifiedMax> {
         for (int nj = 0; nj < kNT; ++nj) {
 #pragma unroll
           for (int e = 2 * h; e < 2 * h + 2; ++e) {
-            mx = fmaxf(mx, s[mi][nj][e]);
-            const float pr = fast_exp2(s[mi][nj][e] * scale_log2);
+            softmax_observe(mx, s[mi][nj][e]);
+            // The bias in s is -φ/scale_log2: 2^(scale_log2·s) = 2^(t - φ).
+            const float pr = softmax_exp2<Exp2Kind::kMufu>(s[mi][nj][e] * scale_log2);
             s[mi][nj][e] = pr;
             sum += pr;
           }

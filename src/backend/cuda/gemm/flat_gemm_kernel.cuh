@@ -1,5 +1,5 @@
 // The ImplB kernel (flat_gemm.h): included only by the flat_gemm_<config>_<dtype>.cu
-// instantiation files.
+// instantiation files (generated from instantiations.cmake).
 //
 // yᵀ[N, M] = W[N, K] · xᵀ[K, M] with mma.m16n8k16: A = 16 rows of W (row-major
 // in K, as stored), B = an n8 tile of xᵀ (column-major = rows of x, as stored),
@@ -24,6 +24,7 @@
 #include "backend/cuda/kernel_status.h"
 #include "backend/cuda/launch.h"
 #include "backend/cuda/numeric.cuh"
+#include "backend/cuda/ptx.cuh"
 #include "dispatch/gemm_configs.h"
 
 namespace fdpp::cuda::gemm {
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(kFlatConfigs[kConfig].threads())
           ldmatrix_x4(a, ws + swizzled<kBK>(row_base + i * 16 + a_row, c0 + 2 * h + a_chunk));
 #pragma unroll
           for (int j = 0; j < kMT; ++j)
-            if (j < mt) mma_16816<T>(acc[i][j], a, b[j][2 * h], b[j][2 * h + 1]);
+            if (j < mt) mma_m16n8k16<T>(acc[i][j], a, b[j][2 * h], b[j][2 * h + 1]);
         }
       }
     }

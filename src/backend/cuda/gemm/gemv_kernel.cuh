@@ -1,5 +1,5 @@
 // The ImplA kernel (gemv.h): included only by the gemv_<dtype>_m*.cu
-// instantiation files.
+// instantiation files (generated from instantiations.cmake).
 //
 // Work of one CTA: W rows [n0, n0 + 16) over K range [k0, k0 + k_len) (its
 // split). Warp w owns rows n0 + 4w .. n0 + 4w + 3; lane l reads the 16-byte

@@ -1,8 +1,0 @@
-// One instantiation per file so the decode kernels compile in parallel (house rule 4).
-#include "backend/cuda/attention/decode_kernel.cuh"
-
-namespace fdpp::cuda {
-template Status launch_decode_split<DType::kBF16, 128, SoftmaxPolicy::kSynchronized>(
-    const DecodeParams& p, KernelStream stream);
-template Result<int> decode_split_occupancy<DType::kBF16, 128, SoftmaxPolicy::kSynchronized>();
-}  // namespace fdpp::cuda

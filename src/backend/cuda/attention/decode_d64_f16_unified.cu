@@ -1,7 +1,0 @@
-// One instantiation per file so the decode kernels compile in parallel (house rule 4).
-#include "backend/cuda/attention/decode_kernel.cuh"
-
-namespace fdpp::cuda {
-template Status launch_decode_split<DType::kF16, 64, SoftmaxPolicy::kUnifiedMax>(
-    const DecodeParams& p, KernelStream stream);
-}  // namespace fdpp::cuda

@@ -1,8 +1,0 @@
-// One instantiation per file so the decode kernels compile in parallel (house rule 4).
-#include "backend/cuda/attention/decode_mma_kernel.cuh"
-
-namespace fdpp::cuda {
-template Status launch_decode_mma<DType::kBF16, 64, SoftmaxPolicy::kSynchronized, false>(
-    const DecodeParams& p, KernelStream stream);
-template Result<int> decode_mma_occupancy<DType::kBF16, 64, SoftmaxPolicy::kSynchronized>();
-}  // namespace fdpp::cuda
