@@ -28,7 +28,7 @@
 #include <fmt/ranges.h>
 
 #include "backend/backend.h"
-#include "backend/cuda/attention/split_plan.h"
+#include "dispatch/decode_splits.h"
 #include "common/gpu_test_util.h"
 #include "ops/op_harness.h"
 
@@ -210,7 +210,7 @@ class DecodeRunner {
     run(s, longest, 1, name + ", 1 split");
     run(s, longest, 7, name + ", 7 splits");
     run(s, longest, 40, name + ", 40 splits");
-    run(s, longest, cuda::kDecodeMaxSplits, name + ", max splits");
+    run(s, longest, kDecodeMaxSplits, name + ", max splits");
     gpu_->set_decode_splits_override(0);
   }
 

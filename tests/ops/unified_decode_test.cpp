@@ -24,7 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "backend/backend.h"
-#include "backend/cuda/attention/split_plan.h"
+#include "dispatch/decode_splits.h"
 #include "dispatch/softmax_range.h"
 #include "common/gpu_test_util.h"
 #include "ops/op_harness.h"
@@ -389,7 +389,7 @@ TEST_P(UnifiedDecode, EmptySplitsAndLengthOne) {
   prepare(c, 77);
   upload();
   if (HasFatalFailure()) return;
-  for (int splits : {1, 40, cuda::kDecodeMaxSplits}) {
+  for (int splits : {1, 40, kDecodeMaxSplits}) {
     EXPECT_EQ(run(zeros(), false, splits, fmt::format("splits {} in range", splits)), 0);
     EXPECT_EQ(run(std::vector<float>(H_, -300.f), false, splits,
                   fmt::format("splits {} out of range", splits)),

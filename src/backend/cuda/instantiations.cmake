@@ -11,7 +11,7 @@
 
 # Attention: family:head_dim:policies. "sync" = SoftmaxPolicy::kSynchronized,
 # "unified" = SoftmaxPolicy::kUnifiedMax; head_dim "128w" is the tensor-core decode kernel's
-# wide-tile variant (8 KB warp tiles; split_plan.h, decode_mma_wide_tiles) at head_dim 128,
+# wide-tile variant (8 KB warp tiles; dispatch/decode_splits.h, decode_mma_wide_tiles) at head_dim 128,
 # "any" the generic decode kernel's runtime head_dim.
 set(FDPP_ATTENTION_INSTANCES
   decode_split:64:sync,unified
@@ -63,7 +63,7 @@ ${body}}  // namespace fdpp::cuda
 endfunction()
 
 set(_fdpp_one "// One instantiation per file so the kernels compile in parallel (house rule 4).")
-set(_fdpp_wide "// The wide-tile variant (8 KB warp tiles; split_plan.h, decode_mma_wide_tiles).")
+set(_fdpp_wide "// The wide-tile variant (8 KB warp tiles; dispatch/decode_splits.h, decode_mma_wide_tiles).")
 set(_fdpp_decode_args "(\n    const DecodeParams& p, KernelStream stream);\n")
 set(_fdpp_prefill_args "(\n    const PrefillParams& p, cudaStream_t stream);\n")
 foreach(row IN LISTS FDPP_ATTENTION_INSTANCES)

@@ -16,7 +16,7 @@
 
 #include "backend/cuda/attention/decode.h"
 #include "backend/cuda/attention/softmax_state.cuh"
-#include "backend/cuda/attention/split_plan.h"
+#include "dispatch/decode_splits.h"
 #include "backend/cuda/numeric.cuh"
 
 namespace fdpp::cuda::decode {

@@ -53,7 +53,7 @@ struct FastTile {
                 "a key row's lanes must sit inside one warp for the shuffle reduction");
   static_assert(kKeys % kRows == 0, "every thread runs the same number of Q·K passes");
   static_assert((kKeys * kLanes) % kThreads == 0, "every thread issues the same copies");
-  static_assert(kKeys == decode_tile_keys(kD, true), "split_plan.h must agree on the tile");
+  static_assert(kKeys == decode_tile_keys(kD, true), "dispatch/decode_splits.h must agree on the tile");
   static_assert(kKeys <= 64, "the softmax step holds at most two keys per lane");
   static_assert(kLanes >= kMaxG, "unified: lane g of a key row owns head g");
   static_assert(2 * kRows <= kKeys, "unified: the row partials of m and l fit in sp");

@@ -67,7 +67,7 @@ namespace fdpp::cuda::decode {
 
 // kWide: warp tiles of 8 KB of K (32 keys at D 128) instead of 4 KB, so each TMA box is 4 KB
 // and a ring stage 16 KB: half the copies and barrier waits per byte, at 193 KB of shared
-// memory per CTA (one CTA per SM). split_plan.h (decode_mma_wide_tiles) says where it runs.
+// memory per CTA (one CTA per SM). dispatch/decode_splits.h (decode_mma_wide_tiles) says where it runs.
 template <int kD, bool kWide = false>
 struct MmaTile {
   static constexpr int kWK = (kWide ? 4096 : 2048) / kD;  // keys per warp tile (16 / 32 at D 128)
@@ -95,14 +95,14 @@ struct MmaTile {
   static_assert(kBoxBytes % kAlign == 0, "every box stays 1024-byte aligned");
   static_assert(kThreads == 128 && kMaxG == 8, "4 warps; heads on the 8-column side");
   static_assert(decode_tile_keys(kD, true) % kWK == 0,
-                "split boundaries (split_plan.h tiles) fall on warp-tile boundaries");
+                "split boundaries (dispatch/decode_splits.h tiles) fall on warp-tile boundaries");
   static_assert(kRedBytes + sizeof(FallbackSmem) + 16 <= kSmemBytes, "reduction fits the ring");
 };
 
 // TMA and the mbarrier transaction count are Hopper features (sm_90). The kernel is
 // compiled for every architecture of the build (FDPP_CUDA_ARCHS, "80;90" by default), but
 // below sm_90 its body is a trap (FDPP_PTX_HAS_TMA, ptx.cuh): the host picks it only on
-// compute capability 9.0 and later (split_plan.h, decode_uses_tensor_cores), and an A100 runs
+// compute capability 9.0 and later (dispatch/decode_splits.h, decode_uses_tensor_cores), and an A100 runs
 // the CUDA-core kernel.
 #if FDPP_PTX_HAS_TMA
 // Byte offset of 16-byte chunk c (of kD / 8) of row r in a K or V warp tile: box c / 8

@@ -6,7 +6,8 @@
 
 #include <cstdint>
 
-#include "backend/cuda/attention/softmax_policy.h"
+#include "dispatch/softmax_policy.h"
+#include "dispatch/softmax_range.h"
 #include "core/dtype.h"
 #include "fdpp/status.h"
 

@@ -5,7 +5,8 @@
 
 #include <cuda_runtime.h>
 
-#include "backend/cuda/attention/softmax_policy.h"
+#include "dispatch/softmax_policy.h"
+#include "dispatch/softmax_range.h"
 #include "backend/cuda/attention/softmax_state.cuh"
 #include "backend/cuda/ptx.cuh"
 #include "core/dtype.h"
