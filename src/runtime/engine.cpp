@@ -115,10 +115,8 @@ Status Engine::settle_gemm_ties(const GemmTableTune& tune) {
                  "near ties keep their fastest choice alone", I.model->limits().context);
     return Status::Ok();
   }
-  const auto forget_graphs = [&] {  // graphs keep the plan they were captured with
-    I.graphs.clear();
-    I.warmed.clear();
-  };
+  // Captured graphs keep the GEMM plan they were captured with.
+  const auto forget_graphs = [&] { I.step->forget_graphs(); };
   uint64_t seed = 0;
   const GemmStepTimer time_step = [&](const TunedGemmTable& t) -> Result<double> {
     FDPP_RETURN_IF_ERROR(install_gemm_table(*I.backend, t));

@@ -58,13 +58,6 @@ struct Engine::Impl {
   std::string gemm_table;  // which dispatch table linear() uses (gemm_table_setup.h)
   bool pdl = false;        // kernels launch with programmatic dependent launch
   std::unique_ptr<DecodeStep> step;  // the model's forwards and its decode graphs
-  // settle_gemm_ties forgets the captured graphs through `graphs.clear()` and
-  // `warmed.clear()` (its body is shared with the GEMM-table code); both drop the step's.
-  struct GraphsHandle {
-    Impl* impl = nullptr;
-    void clear() { impl->step->forget_graphs(); }
-  };
-  GraphsHandle graphs{this}, warmed{this};
 
   Status check_sequence(const std::vector<int>& ids) const;
   Status prefill(Sequence& s, std::vector<float>& scratch, int* first_token);
