@@ -47,8 +47,9 @@ std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1,
 // used; the steps it timed are not counted in the softmax record, and the model still says
 // what the reference says. Whether the settling itself runs depends on the tune: on the
 // H200 stories260K's GEMVs beat cuBLASLt at M = 1 by more than kStepTieMargin, so it does
-// not; the settling is tested on the CPU against a step model (test_gemm_table.cpp) and was
-// measured on Llama-2-7B (docs/benchmarks.md, "--autotune settles").
+// not; the settling is tested on the CPU against a step model (test_gemm_table_tuning.cpp) and was
+// measured on Llama-2-7B (docs/experiments/log.md, "`--autotune` settles batch-1 near ties
+// by the decode step").
 TEST(CudaAutotune, TunesSettlesSavesAndKeepsTheReferenceIds) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
