@@ -84,7 +84,7 @@ for stage in "${stages[@]}"; do
         grep -E '^\[  FAILED  \] [A-Za-z]' "$WORK/$name.log" | head -20 | tee -a "$summary"
         grep -E '\[ perf \]' "$WORK/$name.log" | head -40 | tee -a "$summary"
       done
-      sed -n 1,10p "$BUILD"/tests/gpu_test_cuda_ops*_tests.cmake 2>/dev/null | cut -c1-300 >>"$WORK/discovery.txt"
+      sed -n 1,10p "$BUILD"/tests/gpu_test_ops*_tests.cmake 2>/dev/null | cut -c1-300 >>"$WORK/discovery.txt"
       note "gpu tests: $(stage_time $t0)"
       ;;
     models)

@@ -1,8 +1,8 @@
 // fdpp bench-attention: the attention kernels alone, synchronized vs unified-max softmax
 // (design.md, Technique 1). Decode: µs and GB/s of K+V read beside this GPU's streaming-read
 // bandwidth measured in the same run; prefill: TFLOP/s. The method is in
-// backend/cuda/bench/attention_bench.h; scripts/attention_baselines.py times torch's flash and
-// cuDNN SDPA on the same configurations and merges this command's JSON into one table.
+// backend/cuda/bench/attention_bench.h; scripts/baselines/attention_baselines.py times torch's
+// flash and cuDNN SDPA on the same configurations and merges this command's JSON into one table.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>

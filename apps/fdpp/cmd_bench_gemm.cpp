@@ -2,7 +2,7 @@
 // flat GEMM) and ImplC (cuBLASLt) timed on a model's linear-layer shapes over a
 // sweep of M, each beside the streaming-read bandwidth measured first in the
 // same run. Markdown for people, JSON (every measurement) for the tuner and
-// scripts/plot_gemm.py.
+// scripts/plots/plot_gemm.py.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>

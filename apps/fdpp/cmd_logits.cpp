@@ -1,5 +1,5 @@
 // fdpp logits: teacher-forced logits of given id sequences, dumped as float32
-// for comparison with other implementations (scripts/hf_compare.py).
+// for comparison with other implementations (scripts/compare/hf_compare.py).
 #include <cstdio>
 #include <fstream>
 

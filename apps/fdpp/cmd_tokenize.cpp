@@ -22,7 +22,7 @@ struct TokenizeOptions {
 };
 
 // --input-jsonl: one JSON string per line in, one {"ids", "pieces", "decoded"} per line out
-// (scripts/tokenizer_compare.py feeds hundreds of strings through one process this way).
+// (scripts/compare/tokenizer_compare.py feeds hundreds of strings through one process this way).
 int run_batch(const TokenizerHandle& t, const TokenizeOptions& o) {
   std::ifstream in(o.input_jsonl, std::ios::binary);
   if (!in) return fail("cannot open " + o.input_jsonl);

@@ -45,12 +45,10 @@ constexpr bool decode_head_dim_has_fast_kernel(int head_dim) {
 // FMAs per key, 32 KB of shared memory, up to 7 CTAs/SM). The tensor-core kernel copies its
 // tiles with TMA, which needs compute capability 9.0 (sm_arch = major · 10 + minor, 90 for
 // the H200); an older GPU (A100: 80) runs the CUDA-core kernel at every shape.
-// Measured on the H200 (fdpp bench-attention --what decode, fp16, D 128, 2026-11-30): the
-// tensor cores win every GQA configuration (32/8, B1 L32768: 40 vs 80 µs) and, since the TMA
-// maps promote L2 fills to 128 bytes (tensor_map.h), MHA at every length too: 1.04-1.23x at
-// batch × length >= 32K keys (B8 L32768 32/32 1070 -> 947 µs synchronized, 1096 -> 949
-// unified; B8 L8192 280 -> 240), where the CUDA-core kernel had been as fast or faster before
-// (and served those shapes until then); Llama-2-7B decode at b8 ctx 8K went 622 -> 667 tok/s.
+// The tensor cores win every GQA configuration and, since the TMA maps promote L2 fills to
+// 128 bytes (tensor_map.h), MHA at every length too, including batch × length >= 32K keys,
+// where the CUDA-core kernel had been as fast or faster before (and served those shapes
+// until then) (docs/experiments/log.md, "decode_splits.h: tensor cores or CUDA cores").
 inline constexpr int kDecodeTensorCoreMinArch = 90;
 constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_kernel) {
   return sm_arch >= kDecodeTensorCoreMinArch && fast_kernel && (head_dim == 64 || head_dim == 128);
@@ -61,11 +59,9 @@ constexpr bool decode_uses_tensor_cores(int sm_arch, int head_dim, bool fast_ker
 // Wide tiles run where they were measured faster: splits of at most one wide tile per warp
 // (128 keys: the kernel's first copies request the whole split, in half as many boxes and
 // barrier waits) in a launch of at most one CTA per SM (a second wave would queue behind the
-// first). Measured on the H200 (fdpp bench-attention --what decode --tiles narrow,wide, fp16,
-// 2026-12-01, 128 configurations B 1-8, L 128-32768, heads 32/32, 32/8, 40/40, 64/8): those
-// launches 1.01-1.06x faster (B1 L128 32/8 4.7 -> 4.5 µs, B1 L1024 32/8 7.7 -> 7.5); at 256-1024
-// keys per split wide lost up to 3.5% (B2 L2048 32/8), past 2048 it was within ±1% (40/40: -2%),
-// and with more CTAs than SMs up to 23% (B4 L128 40/40).
+// first). Those launches ran faster with wide tiles; with 256-1024 keys per split wide lost,
+// past 2048 the two ran even, and with more CTAs than SMs wide lost most
+// (docs/experiments/log.md, "decode_splits.h: narrow or wide tiles").
 struct DecodeMmaTileShape {
   int head_dim = 0;
   int64_t ctas = 0;    // the launch's CTAs: splits × batch × n_kv_heads × head groups
@@ -107,11 +103,9 @@ constexpr DecodeSplitOptions decode_split_options(int head_dim, bool fast_kernel
 }
 
 // The tensor-core kernel's options: plan one CTA per SM (its occupancy is 2). Its CTAs
-// stream fast enough that more of them only add partials and pipeline prologues; measured
-// on the H200 (fdpp bench-attention --splits, fp16, D = 128, 2026-11-30), batch 1, 32/8
-// heads, L 8192 / 32768: 29 splits (filling both slots of every SM) 20.1 / 46.3 µs, 16
-// splits (one per SM, this plan) 17.1 / 44.2, 8 splits 15.6 / 39.6; 32/32 heads at L 1024:
-// 7 splits 12.2 µs, 4 (this plan) 10.4.
+// stream fast enough that more of them only add partials and pipeline prologues: filling
+// both slots of every SM measured slower than one CTA per SM, at GQA and MHA alike
+// (docs/experiments/log.md, "decode_splits.h: one CTA per SM for the tensor cores").
 constexpr DecodeSplitOptions decode_split_options_tensor_cores(int head_dim) {
   return decode_split_options(head_dim, /*fast_kernel=*/true, /*ctas_per_sm=*/1);
 }
@@ -133,11 +127,9 @@ constexpr int kDecodeSplitOverheadTiles = 4;
 // split + kDecodeSplitOverheadTiles), the fewest splits on a tie; cap is the key tiles
 // of max_length, max_length / min_keys_per_split and max_splits, so tiny contexts (< 2
 // × min_keys_per_split) use 1. The model counts what the measurements showed
-// (fdpp bench-attention --splits, H200, 2026-11-30): a count just short of a wave
-// leaves SMs idle and cuts the tiles unevenly (32/32 heads, L 32768: 15 splits 144 µs,
-// 16 splits 135 µs), a second wave queues behind the first (32 splits 143 µs), and a
-// batch that fills 0.6 of a wave unsplit needs splits anyway (Llama-2-13B, batch 8,
-// L 8192: 1 split ran decode at 321 tok/s, 3 splits at 380).
+// (docs/experiments/log.md, "decode_splits.h: the split count model"): a count just short
+// of a wave leaves SMs idle and cuts the tiles unevenly, a second wave queues behind the
+// first, and a batch that fills 0.6 of a wave unsplit needs splits anyway.
 inline int choose_decode_splits_for_ctas(int ctas_per_split, int max_length, int num_sms,
                                          const DecodeSplitOptions& o = {}) {
   if (ctas_per_split <= 0 || max_length <= 0 || num_sms <= 0) return 1;

@@ -113,13 +113,14 @@ int64_t max_splits(const Geometry& g) {
   return std::max(min_splits(g), std::max<int64_t>(1, std::min<int64_t>(kMaxSplitK, g.k_blocks)));
 }
 
-// The GEMV does not use the cost model: on the H200 it split 2-11x more than the fastest
-// count on most Llama-2 7B/13B shapes (old model: 8-25% slower at M = 1, 4, 8, up to 50%;
-// docs/benchmarks.md, "The GEMV planner's own split"). Fitted to those timings instead: the
-// fewest splits whose x slice fits shared memory, then more only while the GPU holds fewer
-// than kGemvCtasPerSm CTAs per SM and each CTA still streams kGemvMinCtaBytes of W (a short
-// CTA pays its x staging and reduction for little streaming). On the 80 measured (shape, M)
-// points: the fastest count at 66, within 1% at 71, within 10% at all.
+// The GEMV does not use the cost model: on the H200 it split several times more than the
+// fastest count on most Llama-2 7B/13B shapes, and lost time at every M timed
+// (docs/experiments/log.md, "The GEMV planner's own split against the swept best"). Fitted to
+// those timings instead: the fewest splits whose x slice fits shared memory, then more only
+// while the GPU holds fewer than kGemvCtasPerSm CTAs per SM and each CTA still streams
+// kGemvMinCtaBytes of W (a short CTA pays its x staging and reduction for little streaming).
+// On the measured (shape, M) points it picks the fastest count at most and is never far off
+// (docs/experiments/log.md, "gemm_plan.cpp: the fitted GEMV split rule").
 constexpr int64_t kGemvCtasPerSm = 5;
 constexpr double kGemvMinCtaBytes = 64.0 * 1024;
 

@@ -85,10 +85,11 @@ struct GemmPlan {
 //                                      model rates fastest for [N, K]
 //   larger M, or a shape the custom kernels cannot run → ImplC
 // The paper's rule is GEMV for M <= 4 and flat GEMM up to 64. On the H200 with CUDA 13.0
-// (fdpp tune, 2026-11-30, Llama-2-7B/13B, ChatGLM2-6B, OPT-6.7B shapes) cuBLASLt already
-// streams at 75-90% of the read bandwidth from M = 1 to 128: ImplB never won, and ImplA won
-// only at M = 1-2 on some shapes (by 2-7%) while losing by up to 20% on others (13B QKV), so
-// that rule cost 65-530% at its worst M. Both bounds are therefore 0: an untuned shape runs
+// cuBLASLt already streams near the read bandwidth from M = 1 to 128 on the paper's models'
+// shapes: ImplB never won, and ImplA won only at M = 1-2 on some shapes while losing on
+// others (13B QKV), so that rule cost far more at its worst M than it ever won
+// (docs/experiments/log.md, "gemm_plan.h: the paper's rule against cuBLASLt"). Both bounds
+// are therefore 0: an untuned shape runs
 // cuBLASLt, and `fdpp tune` finds the M where a custom kernel wins.
 inline constexpr int64_t kDefaultGemvMaxM = 0;
 inline constexpr int64_t kDefaultFlatMaxM = 0;

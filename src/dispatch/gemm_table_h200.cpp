@@ -2,7 +2,7 @@
 // 2026-11-30 20:02 UTC (fdpp at b91caa9: batch 1 timed as fused_linear runs it): four tunes
 // with the defaults (--max-m 512 --reps 10, verification on) into one cache file, in this
 // order: fdpp tune -m llama-2-7b, -m llama-2-13b, -m opt-6.7b, -m chatglm2-6b --emit-cpp
-// (worst regrets 1.9%, 4.6% (13B gate_up at M 3, cuBLASLt's own spread: docs/benchmarks.md),
+// (worst regrets 1.9%, 4.6% (13B gate_up at M 3, cuBLASLt's own spread: docs/experiments/log.md),
 // 0.0%, 1.4%). Regenerate with `fdpp tune --emit-cpp` rather than editing rows.
 //
 // The built-in GEMM dispatch table (dispatch/gemm_table.h): what the engine uses when

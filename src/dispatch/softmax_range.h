@@ -75,8 +75,8 @@ FDPP_HOST_DEVICE constexpr int ceil_log2(int64_t n) {
 #if defined(__CUDA_ARCH__)
   // In a kernel, one count of leading zeros (equal to the loop below for every n). The loop
   // ran 11 dependent steps for a 1K-key row on the unified combine's critical path, after
-  // its last load; this and the combine's dropped 0/den divisions took 0.4-0.8 µs off each
-  // unified decode call (H200, fdpp bench-attention, 2026-11-30).
+  // its last load; this and the combine's dropped 0/den divisions shortened every unified
+  // decode call (docs/experiments/log.md, "softmax_range.h: ceil_log2 by leading zeros").
   if (!std::is_constant_evaluated())
     return n <= 1 ? 0 : min(62, 64 - __clzll(static_cast<long long>(n - 1)));
 #endif

@@ -79,9 +79,10 @@ Status setup_softmax(const EngineOptions& o, Model& model) {
     s.phi_source = "default 0";
   }
   // auto: calibrated φ where a calibration exists, else row-following. On stories260K the
-  // per-layer φ predicted the row max better (fdpp calibrate's fp16-P-range columns: 0.2-3%
-  // of rows outside vs 1.4-7.9% for the previous row's max); in the decode kernels' fp32
-  // range both left 0 rows out. Row-following needs no file.
+  // per-layer φ predicted the row max better (fewer rows outside fdpp calibrate's fp16 P
+  // range than the previous row's max left); in the decode kernels' fp32 range both left
+  // no row out (docs/experiments/log.md, "engine_softmax.cpp: calibrated φ or
+  // row-following"). Row-following needs no file.
   s.follow = o.phi == "follow" || (o.phi == "auto" && !found);
   s.decode = SoftmaxMode::kUnified;
   s.prefill = o.softmax == "unified" || found ? SoftmaxMode::kUnified : SoftmaxMode::kSynchronized;

@@ -24,8 +24,8 @@ namespace fdpp {
 // A cuBLASLt answer other than the heuristic's first must beat the first by more than
 // this to be chosen: the first few answers are often within a percent of each other, and
 // picking among them by one noisy pass made the table flicker from one M to the next
-// (fdpp tune --cublas-algos 4 on the H200, 2026-11-30: gate_up alternated between two
-// answers every few M).
+// (gate_up alternated between two answers every few M: docs/experiments/log.md,
+// "gemm_table_derive.h: cuBLASLt answers flickering").
 inline constexpr double kCublasAlgoMargin = 0.02;
 
 // The fastest measured choice per (shape, M): one shape per distinct [N, K], one
@@ -89,10 +89,10 @@ std::vector<GemmShapeReport> report_gemm_table(const TunedGemmTable& table,
 // Timed alone, two implementations of a shape can come within a few percent of each other at
 // M = 1 and still differ by much more inside the decode step: there the GEMV runs the RMSNorm
 // or SiLU gate fused and overlaps its neighbours under PDL, while cuBLASLt pays the prologue's
-// own kernel and a full boundary on each side. Measured on the H200 (2026-11-30, Llama-2-7B
-// down at M 1): cuBLASLt after the gate kernel 29.2 µs alone, the fused GEMV within a few
-// percent of it on either side from one pass to the next, and 4.3 µs per layer apart in the
-// step (3.5-4% of the batch-1 step). `--autotune` settles such ties by timing decode steps
+// own kernel and a full boundary on each side, so a pair that swaps places from one alone-
+// timing pass to the next can be a clear per-layer difference in the step (Llama-2-7B down
+// at M 1: docs/experiments/log.md, "gemm_table_derive.h: near ties alone, apart in the
+// step"). `--autotune` settles such ties by timing decode steps
 // with each choice (tuning/gemm_table_setup.h). The margin covers the alone-timing's gap.
 inline constexpr double kStepTieMargin = 0.10;
 

@@ -34,10 +34,11 @@ struct GemmTuneOptions {
   // --splits): the split is part of a table entry, and on the H200 the planner's cost
   // model misjudged it (QKV at M = 8: one split leaves SMs with 2 CTAs beside SMs with 1).
   std::vector<int> splits;
-  // Split-K counts always timed for ImplA. Its planner picks 2 / 11 / 4 splits for the
-  // Llama-2-7B gate_up / down / lm_head GEMVs at M = 1 where 1 / 4 / 1 are 3-10% faster
-  // (H200, fdpp tune --json-out, 2026-11-30), which made a tune without them hand those
-  // shapes to cuBLASLt; six more GEMV timings per M ≤ 8 cost about 3 s per 7B sweep.
+  // Split-K counts always timed for ImplA. Its planner's pick missed the fastest count on
+  // the Llama-2-7B gate_up / down / lm_head GEMVs at M = 1, which made a tune without these
+  // counts hand those shapes to cuBLASLt; the six extra GEMV timings per M ≤ 8 cost a few
+  // seconds per sweep (docs/experiments/log.md, "gemm_tune.h: the GEMV split counts always
+  // timed").
   std::vector<int> gemv_splits = {1, 2, 3, 4, 6, 8};
   // cuBLASLt's heuristic answers timed per (shape, M): the table keeps the fastest
   // (fdpp tune --cublas-algos; 1, the library's pick, unless asked: cmd_tune.cpp says why).

@@ -47,8 +47,9 @@ std::unique_ptr<Engine> cuda_engine(const std::string& dtype, int max_batch = 1,
 // used; the steps it timed are not counted in the softmax record, and the model still says
 // what the reference says. Whether the settling itself runs depends on the tune: on the
 // H200 stories260K's GEMVs beat cuBLASLt at M = 1 by more than kStepTieMargin, so it does
-// not; the settling is tested on the CPU against a step model (test_gemm_table.cpp) and was
-// measured on Llama-2-7B (docs/benchmarks.md, "--autotune settles").
+// not; the settling is tested on the CPU against a step model (test_gemm_table_tuning.cpp) and was
+// measured on Llama-2-7B (docs/experiments/log.md, "`--autotune` settles batch-1 near ties
+// by the decode step").
 TEST(CudaAutotune, TunesSettlesSavesAndKeepsTheReferenceIds) {
   FDPP_REQUIRE_GPU();
   const Reference ref = load_reference();
@@ -180,10 +181,11 @@ int same_argmax_rows(const std::vector<float>& a, const std::vector<float>& b, i
 }
 
 // fp16 must be within 1e-2 of the fp32 reference at every position. bf16 keeps 3
-// mantissa bits fewer (epsilon 2^-8 vs 2^-11): the H200 measured 0.0027 (fp16) and 0.058
-// (bf16) on 2026-11-30, 21x apart rather than the 8x of the epsilons (a width-64 model
-// rounds its residual stream at every op). bf16 is held to 0.1 — twice its measured error,
-// far below what a wrong kernel gives (> 0.3) — and every row whose reference top-2
+// mantissa bits fewer (epsilon 2^-8 vs 2^-11), and its measured error lies further from
+// fp16's than the 8x of the epsilons (a width-64 model rounds its residual stream at every
+// op; docs/experiments/log.md, "stories_cuda_test.cpp: fp16 and bf16 errors"). bf16 is held
+// to 0.1 — about twice its measured error, far below what a wrong kernel gives — and every
+// row whose reference top-2
 // margin bf16 cannot flip must keep its argmax.
 TEST(CudaEndToEndPrecision, TeacherForcedLogitsCloseToTheReference) {
   FDPP_REQUIRE_GPU();

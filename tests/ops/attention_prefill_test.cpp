@@ -312,9 +312,10 @@ TEST(PrefillArgs, RejectsBadArguments) {
   CUDA_OK(cudaDeviceSynchronize());
 }
 
-// Not a pass/fail check: prints TFLOP/s beside the baselines measured on the H200 (design.md:
-// causal, 32 heads, d128, batch 1: torch flash (FA2) 109/251/308, cuDNN 118/455/561 at L
-// 1K/4K/8K). FLOPs counted as 4·L²·D·H / 2, the convention of those figures.
+// Not a pass/fail check: prints TFLOP/s to set beside the torch flash (FA2) and cuDNN
+// baselines (causal, 32 heads, d128, batch 1, L 1K/4K/8K: docs/experiments/log.md,
+// "attention_prefill_test.cpp: the prefill baselines"). FLOPs counted as 4·L²·D·H / 2, the
+// convention of those figures.
 TEST(PrefillPerf, CausalThroughput) {
   FDPP_REQUIRE_GPU();
   const int H = 32;

@@ -1,5 +1,5 @@
 // config.json parsing, weight plans and GEMM shapes of the OPT and ChatGLM2 families
-// (and Llama-2-13B), on the published configs as scripts/make_random_model.py writes them.
+// (and Llama-2-13B), on the published configs as scripts/models/make_random_model.py writes them.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -271,10 +271,10 @@ TEST(GemmPlan, SplitKFillsTheGpuOnlyWhenNCannot) {
 }
 
 // The GEMV's split-K against the H200's timings of the counts the tuner sweeps (fdpp tune
-// --json-out, Llama-2 7B and 13B shapes, M 1..8, medians of 4-6 timings, 2026-11-30; µs per
-// call): the planner's pick is one of the timed counts everywhere, the fastest at most points,
-// never more than 10% off. (The cost model it replaced: the fastest at 16 of these 80 points,
-// up to 50% off.)
+// --json-out, Llama-2 7B and 13B shapes, M 1..8, medians of 4-6 timings; µs per call;
+// docs/experiments/log.md, "test_gemm_dispatch.cpp: the GEMV split timings"): the planner's
+// pick is one of the timed counts everywhere, the fastest at most points, never more than
+// 10% off. (The cost model it replaced was the fastest at few of these points.)
 struct GemvSplitTimings {
   int64_t n, k, m;
   std::vector<std::pair<int, double>> us;  // (splits, µs)

@@ -108,7 +108,8 @@ TEST(SplitPlan, FullBatchesNeedNoSplit) {
 
 TEST(SplitPlan, SplitCountFollowsTheCostModel) {
   // One wave: 528 slots / 32 CTAs = 16 (not 15, which cut 32768 keys into uneven tiles
-  // and measured 7% slower), capped by the length.
+  // and measured slower: docs/experiments/log.md, "decode_splits.h: the split count model"),
+  // capped by the length.
   EXPECT_EQ(splits_for(1, 32, 32768, kH200Sms), 16);
   EXPECT_EQ(splits_for(1, 32, 1024, kH200Sms), 8);  // 1024 / 128 keys
   EXPECT_EQ(splits_for(1, 32, 1000, kH200Sms), 7);  // 1000 / 128 keys

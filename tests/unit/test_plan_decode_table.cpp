@@ -1,6 +1,6 @@
 // plan_decode (src/dispatch/plan_decode.h) pinned by a table: (shape, traits, policy) ->
 // the whole plan. Every expected plan is what b3ff36d chose (CudaBackend::decode_splits,
-// decode_wide_tiles with split_plan.h, and decode.cpp's fast-kernel, tile, policy and
+// decode_wide_tiles with dispatch/decode_splits.h, and decode.cpp's fast-kernel, tile, policy and
 // unified-type choices, transcribed and run on these inputs), before the choice moved into
 // plan_decode; the choices must not move.
 #include <gtest/gtest.h>

@@ -33,9 +33,9 @@ class GemmDispatcher;
 // The largest M whose RMSNorm / SiLU-gate prologue is fused into the GEMV. Every CTA of the
 // fused GEMV re-reads its slice of x's M rows (RMSNorm: the whole rows, for the sum of
 // squares) before its weight stream can use it, so the prologue's cost grows with M while
-// the kernel it saves does not. On the H200 (2026-11-30, `fdpp bench -p 1024 --gemm gemv
-// --fuse on|off`) fusing cost 2-2.5% of the decode step at b2 and 10-11% at b4 on Llama-2
-// 7B/13B (with the dispatch table: 1.9-2.8% at b2); at b1 it gains 4.3% (7B, ctx 1K).
+// the kernel it saves does not: fusing lost decode-step time at batch 2 and 4 on Llama-2
+// 7B/13B (with and without the dispatch table) and gains it at batch 1
+// (docs/experiments/log.md, "cuda_backend.h: the fused prologue by batch").
 constexpr int64_t kMaxFusedPrologueM = 1;
 
 struct CudaBackendOptions {

@@ -20,9 +20,9 @@
 //     then be scheduled as soon as every CTA of this grid has passed it. Its CTAs
 //     only take free slots, issue their weight loads and wait, so this grid's own
 //     CTAs are never held back. Triggering before the wait instead (so that two
-//     kernels ahead could be resident and waiting) measured slower: 234 tok/s
-//     against 248 on Llama-2-7B at batch 1 (H200, 2026-11-30), the waiting CTAs
-//     hold slots the running kernel's tail could use.
+//     kernels ahead could be resident and waiting) measured slower
+//     (docs/experiments/log.md, "launch.h: the trigger before the wait"): the
+//     waiting CTAs hold slots the running kernel's tail could use.
 // A grid that passed pdl_wait() knows its predecessor completed, which had passed
 // its own wait: every earlier kernel has completed. pdl_wait() returns at once
 // when the kernel was launched without PDL, so the kernels are correct either

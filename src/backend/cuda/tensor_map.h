@@ -22,11 +22,10 @@ namespace fdpp::cuda {
 // of that row, so a box's shared-memory destination must be 1024-byte aligned. Reads past
 // the matrix fill zeros. L2 fills are promoted to 128 bytes, one box row: promoting to 256
 // bytes (a whole 128-dim f16 row, so the other half-box's requests hit L2) made the decode
-// kernel 4-8% slower on its long rows (H200, fdpp bench-attention --what decode, fp16, D 128,
-// 2026-11-30: B8 L32768 32/8 265.3 against 245.6 µs, B8 L8192 32/8 71.7 against 67.0; no
-// promotion and 64 bytes within 1% of 128). Under Nsight Compute the 256-byte version kept
-// the L2 at 96% of its throughput for 86% of DRAM's on B8 L32768 32/8, where cuDNN's kernel
-// runs 94% for 92%. rows must fit a 32-bit coordinate. Writes *map (an out-parameter:
+// kernel slower on its long rows (no promotion and 64 bytes came out even with 128): under
+// Nsight Compute the 256-byte version kept the L2 nearly saturated for less DRAM throughput
+// than cuDNN's kernel gets (docs/experiments/log.md, "tensor_map.h: the L2 promotion").
+// rows must fit a 32-bit coordinate. Writes *map (an out-parameter:
 // CUtensorMap is 64-byte aligned, which does not travel well by value through Result).
 Status encode_b16_tensor_map_sw128(const void* base, int64_t rows, int64_t cols, int box_rows,
                                    DType dtype, CUtensorMap* map);

@@ -5,9 +5,8 @@
 // at once by warp 0 (kDecodeMaxSplits / 32 predicated loads per lane, issued together) and
 // reduced with shuffles, and the accumulators are summed with kCombineLoadsInFlight loads
 // per thread issued before any is used. The first combines looped over the splits with a
-// branch around every load, 2-3 round trips per split: Nsight Compute on the H200
-// (2026-11-30, B1 L8192 32/8 heads, 16 splits) timed the synchronized combine at 4.4 µs and
-// the unified one at 6.9 µs beside a 9 µs split kernel.
+// branch around every load, 2-3 round trips per split, and took nearly as long as the split
+// kernel before them (docs/experiments/log.md, "combine_common.cuh: the looped combines").
 #pragma once
 
 #include <cuda_runtime.h>

@@ -74,7 +74,7 @@ __device__ __forceinline__ CtaWork cta_work(const DecodeParams& p, int tile_keys
 // branch until the load returns: load_phi_inputs issues both loads (no branch on what they
 // load), the kernels issue their own loads and copies, and only then unified_phi_log2
 // decides. (With the split kernels' tails reusing their φ instead of loading it again:
-// 0.6-1.0% of the unified decode time on the H200, fdpp bench-attention, 2026-11-30.)
+// docs/experiments/log.md, "decode_common.cuh: φ loaded before the branch".)
 struct PhiInputs {
   float calibrated;    // the head's calibrated φ (natural-log units)
   float previous_max;  // follow: the row's max of the previous step (NaN: none)
@@ -98,8 +98,8 @@ __device__ __forceinline__ PhiInputs load_phi_inputs(const DecodeParams& p, int 
 
 // Unified, one split: the split kernel keeps head g's row max (log2 units) for row-following
 // φ. The callers store it with their outputs, as soon as it is known, not after the output
-// loop and finish_single_split's barrier (that tail cost 0.4 µs of a 4.9 µs single-split call;
-// storing here took 0.11 µs off it: H200, fdpp bench-attention, 2026-12-01). A row the
+// loop and finish_single_split's barrier (that tail is a visible share of a short single-split
+// call: docs/experiments/log.md, "decode_common.cuh: the row max stored early"). A row the
 // fallback recomputes is stored again (finish_single_split).
 __device__ __forceinline__ void store_row_max(const DecodeParams& p, const CtaWork& w, int g,
                                               float m_log2) {

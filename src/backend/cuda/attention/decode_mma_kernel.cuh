@@ -27,11 +27,10 @@
 // tile (2 KB at D 128: 4 per tile), issued by lane 0 and completing on the stage's mbarrier,
 // through tensor maps of the layer's K and V caches (backend/cuda/tensor_map.h) with the
 // 128-byte swizzle. They replaced 16 per-thread 16-byte cp.async per lane per tile, which
-// left a lone CTA per SM at 74% of DRAM bandwidth, and per-row bulk copies (32 per tile),
-// which were slower still: measured on the H200 (fdpp bench-attention --what decode, fp16,
-// D 128, 2026-11-30, the two builds alternating), 1.14-1.22x faster wherever L >= 1024 keys
-// stream through this kernel (32/8, B8 L32768: 327 -> 267 us; 32/32, B8 L1024: 42.7 -> 35.5),
-// ~0.25 us slower at L 128 (4.1 -> 4.4 us: the barrier set-up and the single-lane issue).
+// left a lone CTA per SM well short of DRAM bandwidth, and per-row bulk copies (32 per tile),
+// which were slower still. The TMA copies are faster wherever long rows (1K keys and more)
+// stream through this kernel and slightly slower on the shortest ones (the barrier set-up
+// and the single-lane issue) (docs/experiments/log.md, "decode_mma_kernel.cuh: TMA copies").
 // Rows past the split's end (garbage, possibly NaN, past a sequence) land too: the warp
 // zeroes those V rows before its P·V (P = 0 there, and 0·NaN = NaN).
 // Shared memory per CTA: 4 warps × 3 stages × 8 KB + 1 KB of alignment = 97 KB → 2 CTAs per SM.

@@ -139,9 +139,10 @@ Result<std::vector<GemmMeasurement>> run_gemm_bench(CudaBackend& be, const GemmB
       // Every plan of this M is prepared first, then timed in o.rounds interleaved rounds
       // (each plan a few replays per round, after one untimed replay that brings its code
       // and state back): the GPU's speed drifts over milliseconds, and the candidates of one
-      // M timed one after another were misranked by it (H200, 2026-11-30, fdpp tune: in one
-      // pass the GEMV timings of one M moved together by 5-17% against the other pass,
-      // while cuBLASLt's, timed right after them, moved 1-2%; the cause is not established).
+      // M timed one after another were misranked by it (in one fdpp tune pass the GEMV
+      // timings of one M moved together against another pass while cuBLASLt's, timed right
+      // after them, barely moved; the cause is not established: docs/experiments/log.md,
+      // "gemm_bench.cpp: drift between candidates").
       std::vector<GemmMeasurement> rs(plans.size());
       std::vector<PreparedPlan> prepared(plans.size());
       std::vector<bool> keep(plans.size(), true);

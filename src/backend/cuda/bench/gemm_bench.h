@@ -51,12 +51,11 @@ struct GemmBenchOptions {
   int rounds = 1;
   // Where the engine fuses the shape's prologue (M up to kMaxFusedPrologueM, fusion on),
   // time each implementation as fused_linear runs it: the GEMV with the prologue inside,
-  // the others after the prologue's own kernel. The plain kernels misjudge both: on the
-  // H200 (2026-11-30 19:51 UTC, Llama-2-7B, batch 1, ctx 1K) down's fused GEMV at split 1
-  // instead of the built-in table's 4 cost 5.5% of the decode step (3.84 -> 4.05 ms),
-  // which a tune of the plain kernel had just picked; timing the fused GEMV against plain
-  // cuBLASLt then handed down to cuBLASLt (27.8 against 28.3 µs), 3.6% slower in the step
-  // with its SiLU-gate kernel (19:58 UTC).
+  // the others after the prologue's own kernel. The plain kernels misjudge both: a tune of
+  // the plain kernel picked a split for Llama-2-7B down's fused GEMV that made the decode
+  // step slower, and timing the fused GEMV against plain cuBLASLt then handed down to
+  // cuBLASLt, slower in the step with its SiLU-gate kernel (docs/experiments/log.md,
+  // "gemm_bench.h: timing batch 1 as fused_linear runs it").
   bool engine_prologues = false;
   int min_calls = 16;                         // calls per graph (at least one per copy)
   int min_copies = 8;                         // weight copies rotated through
@@ -64,8 +63,9 @@ struct GemmBenchOptions {
   // ... unless that takes more copies than this: a W under rotate_bytes / max_copies (8 MB at
   // 512 MB) then stays in the L2 across its copies, which is also where the decode step finds
   // it when the whole model fits the L2 (stories260K: 0.5 MB of weights). Without the cap
-  // its 8 KB shapes made graphs of ~30 000 calls, and `--autotune` on it ran past two
-  // minutes (H200, 2026-11-30); the Llama-2 shapes take 2-16 copies.
+  // its 8 KB shapes made graphs of ~30 000 calls, and `--autotune` on it ran for minutes
+  // (docs/experiments/log.md, "gemm_bench.h: the copy cap"); the Llama-2 shapes take 2-16
+  // copies.
   int max_copies = 64;
 };
 

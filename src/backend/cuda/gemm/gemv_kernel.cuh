@@ -98,9 +98,9 @@ __device__ __forceinline__ void stage_x(const GemmParams& p, int k0, int chunks,
 }
 
 // Four CTAs per SM: the kernel fits 128 registers without spilling (ptxas, sm_90), so 16
-// warps per SM each keep kR × kU loads in flight (128 KB per SM at M <= 4). Against three
-// CTAs per SM (134 registers) it ran Llama-2-7B decode at batch 1 2.5% faster (H200,
-// 2026-11-30, with the rolling refill below).
+// warps per SM each keep kR × kU loads in flight (128 KB per SM at M <= 4). Three CTAs per
+// SM (134 registers) ran the batch-1 decode step slower, with the rolling refill below
+// (docs/experiments/log.md, "gemv_kernel.cuh: four CTAs per SM").
 template <class T, int kM>
 __global__ void __launch_bounds__(kGemvThreads, 4) gemv_kernel(const GemmParams p) {
   constexpr int kR = GemvConfig::kRowsPerWarp;
