@@ -41,7 +41,7 @@ struct GemmTuneOptions {
   // timed").
   std::vector<int> gemv_splits = {1, 2, 3, 4, 6, 8};
   // cuBLASLt's heuristic answers timed per (shape, M): the table keeps the fastest
-  // (fdpp tune --cublas-algos; 1, the library's pick, unless asked: cmd_tune.cpp says why).
+  // (fdpp tune --cublas-algos; 1, the library's pick, unless asked: fdpp/tune.h, TuneOptions::cublas_algos, says why).
   int cublas_algos = 1;
 };
 
