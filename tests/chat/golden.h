@@ -39,9 +39,16 @@ struct GoldenResult {
   std::string text;  // the render, or Jinja2's error
 };
 
+// The distribution's interpreter, whose Jinja2 is the python3-jinja2 package that
+// install_deps.sh installs; a python3 earlier on PATH (a pyenv, a venv) may have another or none.
+inline std::string golden_python() {
+  return std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+}
+
 // Fails the calling test (with how to install it) when python3-jinja2 is missing.
 inline ::testing::AssertionResult jinja2_available() {
-  if (std::system("python3 -c 'import jinja2' 2>/dev/null") == 0) return ::testing::AssertionSuccess();
+  if (std::system((golden_python() + " -c 'import jinja2' 2>/dev/null").c_str()) == 0)
+    return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "python3-jinja2 is missing: apt-get install python3-jinja2 (scripts/install_deps.sh installs it)";
 }
@@ -67,7 +74,7 @@ inline std::vector<GoldenResult> render_with_jinja2(const std::vector<GoldenJob>
   }
   const auto file = std::filesystem::temp_directory_path() / ("fdpp_golden_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file, std::ios::binary) << list.dump();
-  const std::string cmd = "python3 '" + (kChatDir / "render_golden.py").string() + "' '" + file.string() + "'";
+  const std::string cmd = golden_python() + " '" + (kChatDir / "render_golden.py").string() + "' '" + file.string() + "'";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     std::array<char, 65536> buf;
