@@ -9,21 +9,12 @@
 #include <vector>
 
 #include "dispatch/plan_decode.h"
+#include "plan_decode_test_data.h"
 
 namespace fdpp {
 namespace {
 
-// Occupancy inputs (CTAs per SM): generic; CUDA-core d64, d128, d256; tensor-core d64, d128.
-// Distinct values, so a plan that read the wrong slot would show.
-constexpr DecodeOccupancy kOccupancy = {3, 7, 6, 5, 2, 2};
-const DecodeDeviceTraits kH200{90, 132, kOccupancy};
-const DecodeDeviceTraits kA100{80, 108, kOccupancy};  // sm_80: no tensor-core kernel (no TMA)
-constexpr DType kF16 = DType::kF16;
-constexpr DType kBF16 = DType::kBF16;
-constexpr bool kAligned = true;
-constexpr bool kUnaligned = false;
-constexpr SoftmaxPolicy kSync = SoftmaxPolicy::kSynchronized;
-constexpr SoftmaxPolicy kUnified = SoftmaxPolicy::kUnifiedMax;
+using namespace plan_decode_test;  // kOccupancy, kH200, kA100, kF16, kSync, ...
 
 struct PlanRow {
   DecodeDeviceTraits traits;
