@@ -14,10 +14,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "dispatch/softmax_range.h"
 #include "core/dtype.h"
 #include "dispatch/decode_splits.h"
 #include "dispatch/softmax_policy.h"
+#include "dispatch/softmax_range.h"
 #include "fdpp/status.h"
 
 namespace fdpp {
