@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json_document.h"
+#include "core/regular_file.h"
 
 namespace fdpp {
 namespace {
@@ -306,14 +307,11 @@ Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::stri
 }
 
 Result<TunedGemmTable> load_gemm_table(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return NotFound(fmt::format("no GEMM table at {}", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError(fmt::format("cannot open {}", path.string()));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError(fmt::format("reading {}", path.string()));
-  return parse_gemm_table(ss.str(), path.string());
+  auto text = read_regular_file(path);
+  if (text.status().code() == StatusCode::kNotFound)
+    return NotFound(fmt::format("no GEMM table at {}", path.string()));
+  if (!text.ok()) return text.status();
+  return parse_gemm_table(*text, path.string());
 }
 
 Status save_gemm_table(const TunedGemmTable& table, const fs::path& path) {

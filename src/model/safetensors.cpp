@@ -1,6 +1,10 @@
 #include "model/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -13,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
+#include "core/regular_file.h"
 
 namespace fdpp {
 namespace {
@@ -290,16 +295,22 @@ namespace {
 
 Result<std::map<std::string, std::string>> read_weight_map(const fs::path& index_path) {
   const std::string file = index_path.string();
-  FDPP_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::open(index_path));
-  if (mapped.size() > kSafetensorsMaxHeaderBytes)
+  // Read, not mapped: it is small, and a read of a file that shrinks meanwhile ends early
+  // where a mapping would raise SIGBUS.
+  FDPP_ASSIGN_OR_RETURN(const UniqueFd fd, open_regular_file(index_path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return IoError(fmt::format("cannot stat '{}': {}", file, std::strerror(errno)));
+  if (static_cast<uint64_t>(st.st_size) > kSafetensorsMaxHeaderBytes)
     return Corrupt(fmt::format("{}: {} bytes, over the {}-byte limit for an index", file,
-                               mapped.size(), kSafetensorsMaxHeaderBytes));
-  const char* text = reinterpret_cast<const char*>(mapped.data());
-  if (!json_depth_ok(text, mapped.size()))
+                               static_cast<uint64_t>(st.st_size), kSafetensorsMaxHeaderBytes));
+  FDPP_ASSIGN_OR_RETURN(const std::string content, read_all(fd.get(), "'" + file + "'"));
+  const char* text = content.data();
+  if (!json_depth_ok(text, content.size()))
     return Corrupt(fmt::format("{}: JSON nests deeper than {} levels", file, kMaxJsonDepth));
   json root;
   try {
-    root = json::parse(text, text + mapped.size());
+    root = json::parse(text, text + content.size());
   } catch (const json::exception& ex) {
     return Corrupt(fmt::format("{}: not valid JSON: {}", file, ex.what()));
   }
