@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -60,6 +61,43 @@ Result<std::string> read_all(int fd, const std::string& what) {
 Result<std::string> read_regular_file(const std::filesystem::path& p) {
   FDPP_ASSIGN_OR_RETURN(UniqueFd fd, open_regular_file(p));
   return read_all(fd.get(), "'" + p.string() + "'");
+}
+
+}  // namespace fdpp
+
+namespace fdpp {
+
+Status write_file_atomically(const std::filesystem::path& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec)
+      return IoError(fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
+  }
+  std::string tmp = path.string() + ".tmpXXXXXX";
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (fd.get() < 0)
+    return IoError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  const auto fail = [&](const std::string& what, int err) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return IoError(fmt::format("{}: {}", what, std::strerror(err)));
+  };
+  // mkstemp makes the file private (0600); a table or calibration is for every user.
+  if (::fchmod(fd.get(), 0644) != 0) return fail("cannot chmod " + tmp, errno);
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("writing " + tmp + " failed", errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.release()) != 0) return fail("writing " + tmp + " failed", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return fail(fmt::format("cannot rename {} to {}", tmp, path.string()), errno);
+  return Status::Ok();
 }
 
 }  // namespace fdpp

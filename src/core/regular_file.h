@@ -52,3 +52,14 @@ Result<std::string> read_regular_file(const std::filesystem::path& p);
 Result<std::string> read_all(int fd, const std::string& what);
 
 }  // namespace fdpp
+
+namespace fdpp {
+
+// Writes `content` to `path` so that a reader sees the old file or the new one, never a
+// mix: into a temporary file of a unique name beside it (mkstemp), then rename(2), which
+// replaces atomically within a directory. A fixed temporary name would let two writers
+// interleave their bytes in it before either renames. Creates the parent directories; the
+// file gets mode 0644. IoError names the path and the OS reason.
+Status write_file_atomically(const std::filesystem::path& path, const std::string& content);
+
+}  // namespace fdpp

@@ -1,16 +1,12 @@
 #include "dispatch/gemm_table.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -315,30 +311,7 @@ Result<TunedGemmTable> load_gemm_table(const fs::path& path) {
 }
 
 Status save_gemm_table(const TunedGemmTable& table, const fs::path& path) {
-  std::error_code ec;
-  if (path.has_parent_path()) {
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return IoError(fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
-  }
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return IoError(fmt::format("cannot write {}", tmp.string()));
-    f << serialize_gemm_table(table);
-    f.close();
-    if (!f) {
-      fs::remove(tmp, ec);
-      return IoError(fmt::format("writing {} failed", tmp.string()));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  }
-  return Status::Ok();
+  return write_file_atomically(path, serialize_gemm_table(table));
 }
 
 Status check_gemm_table_matches(const TunedGemmTable& table, const GpuIdentity& gpu, DType dtype) {

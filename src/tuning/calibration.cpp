@@ -7,13 +7,13 @@
 #include <cmath>
 #include <cstring>
 #include <cstdlib>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/json_document.h"
 #include "core/regular_file.h"
+#include "tuning/gemm_table_files.h"
 
 namespace fdpp {
 namespace {
@@ -185,20 +185,8 @@ Result<Calibration> load_calibration(const fs::path& path) {
 }
 
 Status save_calibration(const Calibration& c, const fs::path& path) {
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  // Written next to the target and renamed: a reader never sees half a file.
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return IoError(fmt::format("cannot write {}", tmp.string()));
-    f << serialize_calibration(c);
-    if (!f) return IoError(fmt::format("writing {} failed", tmp.string()));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(),
-                                     ec.message()));
-  return Status::Ok();
+  // A reader (or a second `fdpp calibrate`) never sees half a file, nor two interleaved.
+  return write_file_atomically(path, serialize_calibration(c));
 }
 
 Status check_calibration_fits(const Calibration& c, const ModelConfig& cfg,
@@ -257,14 +245,7 @@ fs::path calibration_path_in_model(const fs::path& model_dir) {
 }
 
 fs::path calibration_path_in_cache(const std::string& fingerprint) {
-  fs::path base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    base = x;
-  else if (const char* home = std::getenv("HOME"); home && *home)
-    base = fs::path(home) / ".cache";
-  else
-    base = fs::temp_directory_path();
-  return base / "fdpp" / "calibration" / (fingerprint + ".json");
+  return fdpp_cache_dir() / "calibration" / (fingerprint + ".json");
 }
 
 bool directory_writable(const fs::path& dir) {

@@ -111,6 +111,21 @@ TEST(CliFiles, ModelFolderFifosAreOneError) {
                not_regular(m / "model.safetensors"));
 }
 
+// A FIFO where the engine looks for a calibration by itself is a cache entry it cannot read:
+// skipped with a warning, and the run goes on.
+TEST(CliFiles, CalibrationFifoIsSkippedWithAWarning) {
+  const fs::path m = stories_with_fifo("calibration", "fdpp_calibration.json");
+  const auto r = run_fdpp("generate -m " + m.string() + " -p hello -n 2 --temp 0 --device cpu --softmax unified",
+                          "calibration");
+  EXPECT_FALSE(r.signaled) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.seconds, 2.0);
+  EXPECT_NE(r.err.find("calibration: " + not_regular(m / "fdpp_calibration.json") +
+                       "; ignored: run fdpp calibrate again"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(CliFiles, PromptFileAndStandardInput) {
   const fs::path dir = test::scratch_dir("cli_files_prompt");
   const std::string p = (dir / "prompt.txt").string();
