@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "core/regular_file.h"
-
 namespace fdpp {
 namespace {
 
@@ -25,8 +23,7 @@ Status os_error(const std::filesystem::path& path, const char* what, int err) {
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   // Only a regular file can be mapped as weights (a FIFO or device has no meaningful size),
-  // and the check must come before a blocking open (core/regular_file.h). The descriptor is
-  // closed on every return path; the mapping outlives it.
+  // and the check must come before a blocking open (core/regular_file.h).
   FDPP_ASSIGN_OR_RETURN(UniqueFd fd, open_regular_file(path));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return os_error(path, "cannot stat", errno);
@@ -43,6 +40,7 @@ Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
     }
     f.addr_ = addr;
   }
+  f.fd_ = std::move(fd);
   return f;
 }
 
@@ -51,7 +49,8 @@ MappedFile::~MappedFile() { reset(); }
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+      path_(std::move(other.path_)),
+      fd_(std::move(other.fd_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -59,6 +58,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     addr_ = std::exchange(other.addr_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
+    fd_ = std::move(other.fd_);
   }
   return *this;
 }
@@ -72,6 +72,7 @@ void MappedFile::reset() {
   if (addr_) ::munmap(addr_, size_);
   addr_ = nullptr;
   size_ = 0;
+  fd_ = UniqueFd();
 }
 
 }  // namespace fdpp

@@ -1,6 +1,7 @@
 // Files fdpp reads and writes, at the library level: only regular files are opened, and the
-// check cannot hang on a FIFO; cache files are replaced atomically even with two writers;
-// calibration follows the one cache-directory rule. (issue 24, items 4, 7, 12)
+// check cannot hang on a FIFO; cache files are replaced atomically even with two writers; a
+// checkpoint truncated during the load is an error, not a SIGBUS; calibration follows the
+// one cache-directory rule. (issue 24, items 4, 7, 8, 12)
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/safetensors_writer.h"
 #include "common/test_util.h"
 #include "core/regular_file.h"
 #include "fdpp/engine.h"
@@ -102,6 +104,30 @@ TEST(RegularFile, SafetensorsFifosAreRefused) {
             (dir / "shard" / "model.safetensors.index.json").string() +
                 ": shard 'part-1.safetensors' (holding 'w'): cannot open '" + shard.string() +
                 "': not a regular file (a FIFO, socket or device)");
+}
+
+// The checkpoint shrinks between the header read and the copy of the weights: the copy
+// reads with pread, so it ends in an error instead of a SIGBUS from the mapping.
+TEST(Safetensors, TruncatedAfterOpenIsAnErrorNotSigbus) {
+  const fs::path dir = test::scratch_dir("st_truncated");
+  const fs::path p = dir / "model.safetensors";
+  const int64_t n = 1 << 20;  // 4 MB: many pages past the cut
+  test::write_safetensors(p, {test::f32_tensor("w", {n}, test::random_values(n, 7))});
+  auto f = SafetensorsFile::open(p);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const TensorInfo* w = f->find("w");
+  ASSERT_NE(w, nullptr);
+  const uint64_t begin = static_cast<uint64_t>(fs::file_size(p)) - w->nbytes;
+  fs::resize_file(p, begin + 4096);
+  std::vector<float> out(n);
+  const std::string expected = p.string() + ": tensor 'w' ends at byte " +
+                               std::to_string(begin + w->nbytes) + ", but the file now ends at byte " +
+                               std::to_string(begin + 4096) + ": it was truncated after it was opened";
+  for (DType target : {DType::kF32, DType::kF16}) {  // the copy and the converting path
+    Status s = convert_tensor(*w, target, out.data());
+    EXPECT_EQ(s.code(), StatusCode::kCorrupt) << s.to_string();
+    EXPECT_EQ(s.message(), expected);
+  }
 }
 
 Calibration calibration_with(const std::string& fingerprint, int layers) {
