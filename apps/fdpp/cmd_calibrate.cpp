@@ -72,7 +72,8 @@ void add_calibrate(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--out", o->out,
                   "calibration file (default: <model>/fdpp_calibration.json if writable, else "
-                  "$XDG_CACHE_HOME/fdpp/calibration/<fingerprint>.json)");
+                  "<cache>/calibration/<fingerprint>.json, <cache> being $FDPP_CACHE_DIR, "
+                  "$XDG_CACHE_HOME/fdpp or ~/.cache/fdpp)");
   sub->add_option("--device", o->calibrate.device, "cpu, cuda or auto")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

@@ -11,6 +11,7 @@
 #include "softmax_cli.h"
 #include "fdpp/embedded_model.h"
 #include "fdpp/engine.h"
+#include "fdpp/input_file.h"
 #include "fdpp/tokenizer.h"
 
 namespace fdpp::cli {
@@ -20,6 +21,7 @@ struct GenerateOptions {
   std::string model;
   std::string prompt;
   std::string prompt_ids;
+  std::string prompt_file;
   int n_predict = 128;
   float temp = 0.8f;
   int top_k = 40;
@@ -39,6 +41,14 @@ struct GenerateOptions {
 };
 
 int run_generate(GenerateOptions o) {
+  // A prompt too long for the command line (the kernel's argument limit) comes from a file.
+  if (!o.prompt_file.empty()) {
+    if (!o.prompt.empty()) return fail("give the prompt text with -p or --prompt-file, not both");
+    auto text = read_input_file(o.prompt_file);
+    if (!text.ok()) return fail(text.status().with_context("--prompt-file"));
+    if (text->empty()) return fail("--prompt-file " + o.prompt_file + " is empty");
+    o.prompt = std::move(text).value();
+  }
   if (o.prompt.empty() == o.prompt_ids.empty())
     return fail("give the prompt as text (-p) or as ids (--prompt-ids), exactly one of them");
   if (o.n_predict < 1) return fail("-n must be at least 1 (got " + std::to_string(o.n_predict) + ")");
@@ -164,6 +174,7 @@ void add_generate(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("generate", "generate text from a prompt");
   sub->add_option("-m,--model", o->model, "Hugging Face model folder (default: the embedded stories260K)");
   sub->add_option("-p,--prompt", o->prompt, "prompt text");
+  sub->add_option("--prompt-file", o->prompt_file, "prompt text from this file (- reads standard input)");
   sub->add_option("--prompt-ids", o->prompt_ids, "prompt as token ids: 1,2,3");
   sub->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->capture_default_str();
   sub->add_option("--temp", o->temp, "temperature; 0 is greedy")->capture_default_str();

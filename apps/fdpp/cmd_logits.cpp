@@ -9,6 +9,7 @@
 #include "gemm_cli.h"
 #include "softmax_cli.h"
 #include "fdpp/engine.h"
+#include "fdpp/input_file.h"
 
 namespace fdpp::cli {
 namespace {
@@ -26,9 +27,9 @@ struct LogitsOptions {
 };
 
 int run_logits(const LogitsOptions& o) {
-  std::ifstream f(o.ids_file);
-  if (!f) return fail("cannot open " + o.ids_file);
-  const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  auto text = read_input_file(o.ids_file);
+  if (!text.ok()) return fail(text.status().with_context("--ids"));
+  const auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   std::vector<std::vector<int>> seqs;
   if (!j.is_array() || j.empty()) return fail(o.ids_file + ": expected a JSON list of id lists");
   for (const auto& s : j) {
@@ -84,7 +85,7 @@ void add_logits(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<LogitsOptions>();
   CLI::App* sub = app.add_subcommand("logits", "dump teacher-forced logits of id sequences (float32)");
   sub->add_option("-m,--model", o->model, "Hugging Face model folder")->required();
-  sub->add_option("--ids", o->ids_file, "JSON file: a list of id lists")->required();
+  sub->add_option("--ids", o->ids_file, "JSON file: a list of id lists (- reads standard input)")->required();
   sub->add_option("--out", o->out, "output: float32 (len_i, vocab) rows of each sequence in turn")->required();
   sub->add_option("--mode", o->mode, "prefill: each sequence as one prompt; decode: batched decode steps")
       ->check(CLI::IsMember({"prefill", "decode"}))

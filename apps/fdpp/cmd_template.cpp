@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "fdpp/chat.h"
+#include "fdpp/input_file.h"
 
 namespace fdpp::cli {
 namespace {
@@ -20,13 +21,7 @@ struct TemplateOptions {
   bool ids = false;
 };
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+Result<std::string> read_text(const std::string& path) { return read_input_file(path); }
 
 // --var k=v: v is read as JSON when it parses (true, 3, "x", [..]), else as a string, so
 // `--var enable_thinking=false` is the boolean and `--var name=Ann` the text.

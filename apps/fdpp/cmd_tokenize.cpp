@@ -1,11 +1,12 @@
 // fdpp tokenize: text -> ids, or --decode ids -> text. Needs only the tokenizer.
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "fdpp/input_file.h"
 #include "fdpp/tokenizer.h"
 
 namespace fdpp::cli {
@@ -16,6 +17,7 @@ struct TokenizeOptions {
   std::string text;
   std::string decode;
   std::string input_jsonl;
+  std::string prompt_file;
   bool no_bos = false;
   bool pieces = false;
   bool json = false;
@@ -24,8 +26,9 @@ struct TokenizeOptions {
 // --input-jsonl: one JSON string per line in, one {"ids", "pieces", "decoded"} per line out
 // (scripts/compare/tokenizer_compare.py feeds hundreds of strings through one process this way).
 int run_batch(const TokenizerHandle& t, const TokenizeOptions& o) {
-  std::ifstream in(o.input_jsonl, std::ios::binary);
-  if (!in) return fail("cannot open " + o.input_jsonl);
+  auto text = read_input_file(o.input_jsonl);
+  if (!text.ok()) return fail(text.status().with_context("--input-jsonl"));
+  std::istringstream in(std::move(text).value());
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
@@ -43,9 +46,15 @@ int run_batch(const TokenizerHandle& t, const TokenizeOptions& o) {
   return 0;
 }
 
-int run_tokenize(const TokenizeOptions& o) {
-  if ((!o.text.empty()) + (!o.decode.empty()) + (!o.input_jsonl.empty()) != 1)
-    return fail("give text (-p), ids to decode (--decode) or --input-jsonl, exactly one");
+int run_tokenize(TokenizeOptions o) {
+  if ((!o.text.empty()) + (!o.prompt_file.empty()) + (!o.decode.empty()) + (!o.input_jsonl.empty()) != 1)
+    return fail("give text (-p or --prompt-file), ids to decode (--decode) or --input-jsonl, exactly one");
+  if (!o.prompt_file.empty()) {
+    auto text = read_input_file(o.prompt_file);
+    if (!text.ok()) return fail(text.status().with_context("--prompt-file"));
+    o.text = std::move(text).value();
+    if (o.text.empty()) return fail("--prompt-file " + o.prompt_file + " is empty");
+  }
   auto tok = TokenizerHandle::load(o.model);
   if (!tok.ok()) return fail(tok.status());
   const TokenizerHandle& t = *tok;
@@ -85,9 +94,10 @@ void add_tokenize(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("tokenize", "text to token ids, or ids back to text");
   sub->add_option("-m,--model", o->model, "model folder (its tokenizer files)")->required();
   sub->add_option("-p,--prompt", o->text, "text to encode");
+  sub->add_option("--prompt-file", o->prompt_file, "encode the text of this file (- reads standard input)");
   sub->add_option("--decode", o->decode, "ids to decode: 1,2,3");
   sub->add_option("--input-jsonl", o->input_jsonl,
-                  "encode every line (a JSON string) of this file; prints JSON lines");
+                  "encode every line (a JSON string) of this file (- reads standard input); prints JSON lines");
   sub->add_flag("--no-bos", o->no_bos, "do not add the BOS token");
   sub->add_flag("--pieces", o->pieces, "print one id and its piece per line");
   sub->add_flag("--json", o->json, "print JSON");

@@ -4,11 +4,10 @@
 #include "fdpp/calibrate.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "fdpp/device.h"
 #include "fdpp/engine.h"
+#include "core/regular_file.h"
 #include "model/config.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -28,11 +27,9 @@ Result<CalibrateReport> calibrate(const CalibrateOptions& o, const CalibrateProg
 
   std::string text = builtin_calibration_text();
   if (!o.text.empty()) {
-    std::ifstream f(o.text, std::ios::binary);
-    if (!f) return InvalidArgument("cannot read --text " + o.text);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+    auto t = read_regular_file(o.text);
+    if (!t.ok()) return t.status().with_context("--text");
+    text = std::move(t).value();
   }
 
   EngineOptions eo;

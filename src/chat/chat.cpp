@@ -6,6 +6,7 @@
 #include "chat/chat_template.h"
 #include "chat/jinja/json_value.h"
 #include "chat/jinja/template.h"
+#include "core/regular_file.h"
 #include "model/config.h"
 #include "model/model_tokenizer.h"
 #include "tokenizer/tokenizer.h"
@@ -15,13 +16,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-Result<std::string> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return IoError("cannot open " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// Not a plain ifstream: a FIFO as tokenizer_config.json would block its open forever.
+Result<std::string> read_file(const std::filesystem::path& p) { return read_regular_file(p); }
 
 Result<ojson> read_json(const std::filesystem::path& p) {
   auto text = read_file(p);

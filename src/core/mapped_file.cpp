@@ -19,41 +19,28 @@ Status os_error(const std::filesystem::path& path, const char* what, int err) {
   return err == ENOENT ? NotFound(std::move(msg)) : IoError(std::move(msg));
 }
 
-// Closes the descriptor on every return path; the mapping outlives it.
-struct FdGuard {
-  int fd;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 Result<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return os_error(path, "cannot open", errno);
-  FdGuard guard{fd};
-
+  // Only a regular file can be mapped as weights (a FIFO or device has no meaningful size),
+  // and the check must come before a blocking open (core/regular_file.h).
+  FDPP_ASSIGN_OR_RETURN(UniqueFd fd, open_regular_file(path));
   struct stat st;
-  if (::fstat(fd, &st) != 0) return os_error(path, "cannot stat", errno);
-  // open(O_RDONLY) succeeds on a directory, and a FIFO or device has no
-  // meaningful size; only regular files can be mapped as weights.
-  if (S_ISDIR(st.st_mode)) return os_error(path, "cannot map", EISDIR);
-  if (!S_ISREG(st.st_mode))
-    return IoError(fmt::format("cannot map '{}': not a regular file", path.string()));
+  if (::fstat(fd.get(), &st) != 0) return os_error(path, "cannot stat", errno);
 
   MappedFile f;
   f.path_ = path;
   f.size_ = static_cast<size_t>(st.st_size);
-  if (f.size_ == 0) return f;
-
-  void* addr = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (addr == MAP_FAILED) {
-    const int err = errno;
-    f.size_ = 0;
-    return os_error(path, "cannot mmap", err);
+  if (f.size_ > 0) {
+    void* addr = ::mmap(nullptr, f.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (addr == MAP_FAILED) {
+      const int err = errno;
+      f.size_ = 0;
+      return os_error(path, "cannot mmap", err);
+    }
+    f.addr_ = addr;
   }
-  f.addr_ = addr;
+  f.fd_ = std::move(fd);
   return f;
 }
 
@@ -62,7 +49,8 @@ MappedFile::~MappedFile() { reset(); }
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
+      path_(std::move(other.path_)),
+      fd_(std::move(other.fd_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -70,6 +58,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     addr_ = std::exchange(other.addr_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
+    fd_ = std::move(other.fd_);
   }
   return *this;
 }
@@ -83,6 +72,7 @@ void MappedFile::reset() {
   if (addr_) ::munmap(addr_, size_);
   addr_ = nullptr;
   size_ = 0;
+  fd_ = UniqueFd();
 }
 
 }  // namespace fdpp

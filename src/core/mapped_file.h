@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "core/regular_file.h"
 #include "fdpp/status.h"
 
 namespace fdpp {
@@ -30,6 +31,8 @@ class MappedFile {
   const uint8_t* data() const;
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
+  // The file, open for reading as long as the mapping lives (pread: see convert_tensor).
+  int fd() const { return fd_.get(); }
 
  private:
   void reset();
@@ -37,6 +40,7 @@ class MappedFile {
   void* addr_ = nullptr;  // the mapping; null when size_ == 0
   size_t size_ = 0;
   std::filesystem::path path_;
+  UniqueFd fd_;
 };
 
 }  // namespace fdpp

@@ -8,8 +8,8 @@
 
 namespace fdpp {
 
-// The bytes of `p`. Missing (or not a regular file) is NotFound, so a caller may have another
-// plan; present but unreadable is an IoError.
+// The bytes of `p`. Missing is NotFound, so a caller may have another plan; present but a
+// directory, a FIFO or another special file, or unreadable, is an IoError (read_regular_file).
 Result<std::string> read_text_file(const std::filesystem::path& p);
 
 }  // namespace fdpp

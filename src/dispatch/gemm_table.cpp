@@ -1,22 +1,19 @@
 #include "dispatch/gemm_table.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/json_document.h"
+#include "core/regular_file.h"
 
 namespace fdpp {
 namespace {
@@ -306,41 +303,15 @@ Result<TunedGemmTable> parse_gemm_table(const std::string& text, const std::stri
 }
 
 Result<TunedGemmTable> load_gemm_table(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return NotFound(fmt::format("no GEMM table at {}", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return IoError(fmt::format("cannot open {}", path.string()));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) return IoError(fmt::format("reading {}", path.string()));
-  return parse_gemm_table(ss.str(), path.string());
+  auto text = read_regular_file(path);
+  if (text.status().code() == StatusCode::kNotFound)
+    return NotFound(fmt::format("no GEMM table at {}", path.string()));
+  if (!text.ok()) return text.status();
+  return parse_gemm_table(*text, path.string());
 }
 
 Status save_gemm_table(const TunedGemmTable& table, const fs::path& path) {
-  std::error_code ec;
-  if (path.has_parent_path()) {
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) return IoError(fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
-  }
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return IoError(fmt::format("cannot write {}", tmp.string()));
-    f << serialize_gemm_table(table);
-    f.close();
-    if (!f) {
-      fs::remove(tmp, ec);
-      return IoError(fmt::format("writing {} failed", tmp.string()));
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  }
-  return Status::Ok();
+  return write_file_atomically(path, serialize_gemm_table(table));
 }
 
 Status check_gemm_table_matches(const TunedGemmTable& table, const GpuIdentity& gpu, DType dtype) {

@@ -1,6 +1,10 @@
 #include "model/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -13,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/half.h"
+#include "core/regular_file.h"
 
 namespace fdpp {
 namespace {
@@ -212,6 +217,8 @@ Status parse_header(const MappedFile& f, std::vector<TensorInfo>* tensors,
     FDPP_RETURN_IF_ERROR(parse_entry(file, key, value, data_size, &e));
     e.info.data = data + e.begin;
     e.info.file = f.path();
+    e.info.fd = f.fd();
+    e.info.mapping = f.data();
     entries.push_back(std::move(e));
   }
 
@@ -290,16 +297,22 @@ namespace {
 
 Result<std::map<std::string, std::string>> read_weight_map(const fs::path& index_path) {
   const std::string file = index_path.string();
-  FDPP_ASSIGN_OR_RETURN(MappedFile mapped, MappedFile::open(index_path));
-  if (mapped.size() > kSafetensorsMaxHeaderBytes)
+  // Read, not mapped: it is small, and a read of a file that shrinks meanwhile ends early
+  // where a mapping would raise SIGBUS.
+  FDPP_ASSIGN_OR_RETURN(const UniqueFd fd, open_regular_file(index_path));
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0)
+    return IoError(fmt::format("cannot stat '{}': {}", file, std::strerror(errno)));
+  if (static_cast<uint64_t>(st.st_size) > kSafetensorsMaxHeaderBytes)
     return Corrupt(fmt::format("{}: {} bytes, over the {}-byte limit for an index", file,
-                               mapped.size(), kSafetensorsMaxHeaderBytes));
-  const char* text = reinterpret_cast<const char*>(mapped.data());
-  if (!json_depth_ok(text, mapped.size()))
+                               static_cast<uint64_t>(st.st_size), kSafetensorsMaxHeaderBytes));
+  FDPP_ASSIGN_OR_RETURN(const std::string content, read_all(fd.get(), "'" + file + "'"));
+  const char* text = content.data();
+  if (!json_depth_ok(text, content.size()))
     return Corrupt(fmt::format("{}: JSON nests deeper than {} levels", file, kMaxJsonDepth));
   json root;
   try {
-    root = json::parse(text, text + mapped.size());
+    root = json::parse(text, text + content.size());
   } catch (const json::exception& ex) {
     return Corrupt(fmt::format("{}: not valid JSON: {}", file, ex.what()));
   }
@@ -462,6 +475,39 @@ void convert_from(const uint8_t* src, DType dst_t, uint8_t* dst, int64_t n) {
 
 bool loadable(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
+// The bytes [begin, begin + n) of `t` into `dst`. They are read with pread, not through the
+// mapping: if the checkpoint is truncated (or rewritten shorter) after it was opened, a load
+// from the mapping past the new end raises SIGBUS, which kills the process with no message;
+// pread returns a short count, which becomes an error naming the file. A SIGBUS handler
+// around the copy was the alternative, rejected: the conversion runs on OpenMP threads, and
+// a siglongjmp out of a signal handler on one of them leaves the thread team undefined.
+// From the page cache, pread costs the same copy the memcpy from the mapping did.
+Status read_tensor_bytes(const TensorInfo& t, size_t begin, size_t n, uint8_t* dst) {
+  if (t.fd < 0) {  // a tensor over memory of its own (tests build these), no file to shrink
+    std::memcpy(dst, t.data + begin, n);
+    return Status::Ok();
+  }
+  const uint64_t offset = static_cast<uint64_t>(t.data - t.mapping) + begin;
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(t.fd, dst + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return IoError(fmt::format("{}: reading tensor '{}': {}", t.file.string(), t.name,
+                                 std::strerror(errno)));
+    }
+    if (r == 0) {
+      return Corrupt(fmt::format(
+          "{}: tensor '{}' ends at byte {}, but the file now ends at byte {}: it was truncated "
+          "after it was opened",
+          t.file.string(), t.name, static_cast<uint64_t>(t.data - t.mapping) + t.nbytes,
+          offset + got));
+    }
+    got += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status convert_tensor(const TensorInfo& t, DType target, void* out) {
@@ -474,20 +520,25 @@ Status convert_tensor(const TensorInfo& t, DType target, void* out) {
                                        dtype_name(target)));
   }
   const DType src_t = *t.dtype;
-  const int64_t n = static_cast<int64_t>(t.nbytes / dtype_size(src_t));
+  const size_t si = dtype_size(src_t), di = dtype_size(target);
+  const int64_t n = static_cast<int64_t>(t.nbytes / si);
   if (n == 0) return Status::Ok();
   if (!out || !t.data) return InvalidArgument(fmt::format("tensor '{}': null buffer", t.name));
   auto* dst = static_cast<uint8_t*>(out);
-  if (src_t == target) {
-    // Bit-exact, NaN payloads included.
-    std::memcpy(dst, t.data, t.nbytes);
-    return Status::Ok();
-  }
-  switch (src_t) {
-    case DType::kF32: convert_from<DType::kF32>(t.data, target, dst, n); break;
-    case DType::kF16: convert_from<DType::kF16>(t.data, target, dst, n); break;
-    case DType::kBF16: convert_from<DType::kBF16>(t.data, target, dst, n); break;
-    default: break;
+  if (src_t == target) return read_tensor_bytes(t, 0, t.nbytes, dst);  // bit-exact, NaN payloads too
+  // Converted through a bounded buffer, so a large tensor costs no copy of its own size.
+  constexpr int64_t kChunk = int64_t{1} << 20;  // elements
+  std::vector<uint8_t> buf(static_cast<size_t>(std::min(n, kChunk)) * si);
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    FDPP_RETURN_IF_ERROR(read_tensor_bytes(t, static_cast<size_t>(i) * si, static_cast<size_t>(m) * si, buf.data()));
+    uint8_t* d = dst + static_cast<size_t>(i) * di;
+    switch (src_t) {
+      case DType::kF32: convert_from<DType::kF32>(buf.data(), target, d, m); break;
+      case DType::kF16: convert_from<DType::kF16>(buf.data(), target, d, m); break;
+      case DType::kBF16: convert_from<DType::kBF16>(buf.data(), target, d, m); break;
+      default: break;
+    }
   }
   return Status::Ok();
 }

@@ -7,7 +7,8 @@
 // header is untrusted: each size is checked against the file before it is used,
 // with overflow-checked arithmetic, and every error names the file and tensor.
 // Tensors point into a read-only mmap of the file, so nothing is copied until
-// convert_tensor (or a GPU upload) reads it.
+// convert_tensor reads it (with pread: a file truncated during the load is an error, not
+// a SIGBUS).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,11 @@ struct TensorInfo {
   const uint8_t* data = nullptr;  // into the file's mapping; may be unaligned
   size_t nbytes = 0;
   std::filesystem::path file;
+  // Where convert_tensor reads the bytes from (pread, not the mapping): the open file and the
+  // start of its mapping, so data - mapping is the offset of data in the file (a view of some
+  // rows, data moved forward, stays right). fd < 0: no file, data is read directly.
+  int fd = -1;
+  const uint8_t* mapping = nullptr;
 };
 
 class SafetensorsFile {
@@ -82,7 +88,9 @@ class SafetensorsModel {
 // Copies `t` into `out` as `target` (F32, F16 or BF16), rounding to nearest
 // even when narrowing. `out` must hold numel * dtype_size(target) bytes, i.e.
 // t.nbytes / elem_size(t) * dtype_size(target). Unsupported if `t` is not
-// F32/F16/BF16; InvalidArgument for another target.
+// F32/F16/BF16; InvalidArgument for another target. Reads the file with pread (TensorInfo::fd):
+// Corrupt when the file has become shorter than the tensor since it was opened, IoError
+// when a read fails.
 Status convert_tensor(const TensorInfo& t, DType target, void* out);
 
 }  // namespace fdpp

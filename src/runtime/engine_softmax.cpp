@@ -20,14 +20,22 @@ struct Found {
   std::string where;
 };
 
-// A calibration file the engine finds by itself: it must parse and fit the model (else an
-// error: a broken file should not be skipped silently) and carry this model's fingerprint
-// (else it belongs to other weights of the same shape: skipped with a warning).
+// A calibration file the engine finds by itself. One it cannot read or parse (a torn write,
+// a directory or FIFO in its place) is a cache entry, not the user's input: it counts as
+// absent, with a warning, so that one bad file does not fail every later run until someone
+// deletes it. One that parses must fit the model (else an error: it names another shape)
+// and carry this model's fingerprint (else it belongs to other weights of the same shape:
+// skipped with a warning).
 Result<std::optional<Found>> try_file(const fs::path& path, const ModelConfig& cfg,
                                       const std::string& fingerprint) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::optional<Found>();
-  FDPP_ASSIGN_OR_RETURN(Calibration c, load_calibration(path));
+  auto loaded = load_calibration(path);
+  if (!loaded.ok()) {
+    spdlog::warn("{}; ignored: run fdpp calibrate again", loaded.status().message());
+    return std::optional<Found>();
+  }
+  Calibration c = std::move(loaded).value();
   FDPP_RETURN_IF_ERROR(check_calibration_fits(c, cfg, path.string()));
   if (c.fingerprint != fingerprint) {
     spdlog::warn("calibration {} was made for other weights (fingerprint {}, the model's {}); "

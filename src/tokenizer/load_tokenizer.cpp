@@ -1,13 +1,12 @@
 // load_tokenizer: picks the tokenizer of a model folder by its files and the family's hints,
 // and reads the Hugging Face side files (tokenizer_config.json, special_tokens_map.json)
 // for BOS/EOS and special tokens.
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
+#include "core/regular_file.h"
 #include "tokenizer/chatglm_tokenizer.h"
 #include "tokenizer/gpt2_bpe_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
@@ -56,13 +55,10 @@ Status read_flag(const json& j, const char* key, const std::string& file,
 }
 
 Result<json> read_json(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return IoError("cannot open " + p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
+  FDPP_ASSIGN_OR_RETURN(const std::string text, read_regular_file(p));
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::exception& e) {
     return InvalidArgument(p.string() + " is not valid JSON: " + e.what());
   }

@@ -3,15 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/json_document.h"
+#include "core/regular_file.h"
+#include "tuning/gemm_table_files.h"
 
 namespace fdpp {
 namespace {
@@ -59,14 +61,21 @@ struct Fnv {
   void add(const std::string& s) { add(s.data(), s.size()); }
 };
 
-// Adds `n` bytes of `f` from `offset` (fewer at the end of the file).
-Status hash_range(std::ifstream& f, uint64_t offset, uint64_t n, Fnv* h, const fs::path& p) {
+// Adds `n` bytes of `fd` from `offset` (fewer at the end of the file).
+Status hash_range(int fd, uint64_t offset, uint64_t n, Fnv* h, const fs::path& p) {
   std::vector<char> buf(static_cast<size_t>(n));
-  f.clear();
-  f.seekg(static_cast<std::streamoff>(offset));
-  f.read(buf.data(), static_cast<std::streamsize>(n));
-  if (f.bad()) return IoError(fmt::format("reading {}", p.string()));
-  h->add(buf.data(), static_cast<size_t>(f.gcount()));
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t r = ::pread(fd, buf.data() + got, buf.size() - got,
+                              static_cast<off_t>(offset + got));
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return IoError(fmt::format("reading {}: {}", p.string(), std::strerror(errno)));
+    }
+    got += static_cast<size_t>(r);
+  }
+  h->add(buf.data(), got);
   return Status::Ok();
 }
 
@@ -170,28 +179,14 @@ std::string serialize_calibration(const Calibration& c) {
 }
 
 Result<Calibration> load_calibration(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound(fmt::format("calibration {}: cannot open it", path.string()));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_calibration(ss.str(), path.string());
+  auto text = read_regular_file(path);
+  if (!text.ok()) return text.status().with_context("calibration");
+  return parse_calibration(*text, path.string());
 }
 
 Status save_calibration(const Calibration& c, const fs::path& path) {
-  std::error_code ec;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  // Written next to the target and renamed: a reader never sees half a file.
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return IoError(fmt::format("cannot write {}", tmp.string()));
-    f << serialize_calibration(c);
-    if (!f) return IoError(fmt::format("writing {} failed", tmp.string()));
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return IoError(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(),
-                                     ec.message()));
-  return Status::Ok();
+  // A reader (or a second `fdpp calibrate`) never sees half a file, nor two interleaved.
+  return write_file_atomically(path, serialize_calibration(c));
 }
 
 Status check_calibration_fits(const Calibration& c, const ModelConfig& cfg,
@@ -221,11 +216,9 @@ std::vector<float> calibration_phi(const Calibration& c) {
 Result<std::string> model_fingerprint(const fs::path& dir) {
   Fnv h;
   {
-    std::ifstream f(dir / "config.json", std::ios::binary);
-    if (!f) return NotFound(fmt::format("{}: no config.json", dir.string()));
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    h.add(ss.str());
+    auto config = read_regular_file(dir / "config.json");
+    if (!config.ok()) return config.status();
+    h.add(*config);
   }
   std::vector<fs::path> shards;
   std::error_code ec;
@@ -239,11 +232,10 @@ Result<std::string> model_fingerprint(const fs::path& dir) {
     if (ec) return IoError(fmt::format("{}: {}", p.string(), ec.message()));
     h.add(p.filename().string());
     h.add(&size, sizeof size);
-    std::ifstream f(p, std::ios::binary);
-    if (!f) return IoError(fmt::format("cannot open {}", p.string()));
-    FDPP_RETURN_IF_ERROR(hash_range(f, 0, std::min(size, kMiB), &h, p));
-    if (size > 2 * kMiB) FDPP_RETURN_IF_ERROR(hash_range(f, size / 2, kMiB, &h, p));
-    if (size > kMiB) FDPP_RETURN_IF_ERROR(hash_range(f, size - kMiB, kMiB, &h, p));
+    FDPP_ASSIGN_OR_RETURN(const UniqueFd fd, open_regular_file(p));
+    FDPP_RETURN_IF_ERROR(hash_range(fd.get(), 0, std::min(size, kMiB), &h, p));
+    if (size > 2 * kMiB) FDPP_RETURN_IF_ERROR(hash_range(fd.get(), size / 2, kMiB, &h, p));
+    if (size > kMiB) FDPP_RETURN_IF_ERROR(hash_range(fd.get(), size - kMiB, kMiB, &h, p));
   }
   return fmt::format("{:016x}", h.h);
 }
@@ -253,14 +245,7 @@ fs::path calibration_path_in_model(const fs::path& model_dir) {
 }
 
 fs::path calibration_path_in_cache(const std::string& fingerprint) {
-  fs::path base;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    base = x;
-  else if (const char* home = std::getenv("HOME"); home && *home)
-    base = fs::path(home) / ".cache";
-  else
-    base = fs::temp_directory_path();
-  return base / "fdpp" / "calibration" / (fingerprint + ".json");
+  return fdpp_cache_dir() / "calibration" / (fingerprint + ".json");
 }
 
 bool directory_writable(const fs::path& dir) {

@@ -13,8 +13,11 @@
 // the rest documents the run (fdpp calibrate prints it).
 //
 // Where it lives: <model dir>/fdpp_calibration.json when the folder is writable, else
-// $XDG_CACHE_HOME/fdpp/calibration/<fingerprint>.json (~/.cache without XDG_CACHE_HOME); a
-// file's fingerprint must match the model's for the engine to pick it up by itself.
+// <cache dir>/calibration/<fingerprint>.json, the cache directory of every cached file
+// (fdpp_cache_dir: $FDPP_CACHE_DIR, else $XDG_CACHE_HOME/fdpp, else ~/.cache/fdpp); a file's
+// fingerprint must match the model's for the engine to pick it up by itself, and one it
+// finds but cannot read is skipped with a warning. Written atomically (a unique temporary
+// file, then rename), so concurrent `fdpp calibrate` runs never leave a torn file.
 #pragma once
 
 #include <cstdint>
