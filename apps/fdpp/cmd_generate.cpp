@@ -166,9 +166,10 @@ void add_generate(CLI::App& app, int& exit_code) {
   sub->add_option("-p,--prompt", o->prompt, "prompt text");
   sub->add_option("--prompt-ids", o->prompt_ids, "prompt as token ids: 1,2,3");
   sub->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->capture_default_str();
-  sub->add_option("--temp", o->temp, "temperature; 0 is greedy")->capture_default_str();
+  sub->add_option("--temp", o->temp, "temperature; 0 is greedy")->check(finite_number())->capture_default_str();
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens; 0 is off")->capture_default_str();
   sub->add_option("--top-p", o->top_p, "keep the smallest set with this probability mass; 1 is off")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--seed", o->seed, "random seed; -1 picks one (printed with --json)")->capture_default_str();
   sub->add_option("-c,--ctx", o->ctx, "context length (KV positions); 0 is the model's maximum")

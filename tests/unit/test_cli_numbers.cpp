@@ -41,10 +41,11 @@ CliResult run_fdpp(const std::string& args, const std::string& tag) {
 
 std::string stories() { return (test::models_dir() / "stories260K").string(); }
 
-// Exactly the line "fdpp: error: <message>\n" on stderr, exit 1, no signal, under 2 s.
-void expect_error(const CliResult& r, const std::string& message) {
+// Exactly the line "fdpp: error: <message>\n" on stderr, the exit status (1: a failed run,
+// 2: a command line that does not parse), no signal, under 2 s.
+void expect_error(const CliResult& r, const std::string& message, int status = 1) {
   EXPECT_FALSE(r.signaled) << r.err;
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, status) << r.err;
   EXPECT_EQ(r.err, "fdpp: error: " + message + "\n");
   EXPECT_LT(r.seconds, 2.0);
 }
@@ -79,6 +80,74 @@ TEST(CliNumbers, TheCpuBackendRefusesWhatTheHostCannotHold) {
   EXPECT_NE(r.err.find("fdpp: error: the model needs "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(" GiB are free on cpu; lower --ctx or --batch\n"), std::string::npos) << r.err;
   EXPECT_LT(r.seconds, 2.0);
+}
+
+// Ids are range-checked as 64-bit values before they narrow: 4294967297 is not id 1.
+TEST(CliNumbers, IdsPast32BitsAreRefusedNotTruncated) {
+  expect_error(run_fdpp("generate -m " + stories() + " --prompt-ids 1,4294967297 --device cpu", "id64"),
+               "'4294967297' in the id list '1,4294967297' is out of range (at most 2147483647)");
+  expect_error(run_fdpp("generate -m " + stories() +
+                            " --prompt-ids 99999999999999999999999 --device cpu", "id128"),
+               "'99999999999999999999999' in the id list '99999999999999999999999' is out of "
+               "range (at most 2147483647)");
+  expect_error(run_fdpp("tokenize -m " + stories() + " --decode 1,-4294967295", "idneg"),
+               "'-4294967295' in the id list '1,-4294967295' is out of range (at most 2147483647)");
+  const auto dir = test::scratch_dir("clin_ids");
+  const std::pair<const char*, const char*> cases[] = {
+      {"[[1, 4294967297]]", "4294967297"},
+      {"[[1, 9223372036854775808]]", "9223372036854775808"},   // unsigned in nlohmann
+      {"[[1, 18446744073709551617]]", "1.8446744073709552e+19"},  // past uint64: a double
+      {"[[-1]]", "-1"}};
+  for (const auto& [list, shown] : cases) {
+    test::write_file(dir / "ids.json", list);
+    const auto r = run_fdpp("logits -m " + stories() + " --ids " + (dir / "ids.json").string() +
+                                " --out " + (dir / "out.bin").string() + " --device cpu", "idjson");
+    expect_error(r, (dir / "ids.json").string() + ": id " + shown +
+                        " is out of range (ids are 0 to 2147483647)");
+  }
+  test::write_file(dir / "ids.json", "[[1, 2.5]]");
+  expect_error(run_fdpp("logits -m " + stories() + " --ids " + (dir / "ids.json").string() +
+                            " --out " + (dir / "out.bin").string() + " --device cpu", "idfrac"),
+               (dir / "ids.json").string() + ": ids must be integers, got 2.5");
+}
+
+TEST(CliNumbers, FloatOptionsRejectNanAndInf) {
+  const std::string gen = "generate -m " + stories() + " -p hi -n 2 --device cpu ";
+  expect_error(run_fdpp(gen + "--temp nan", "tnan"), "--temp: must be a finite number, got 'nan'", 2);
+  expect_error(run_fdpp(gen + "--temp inf", "tinf"), "--temp: must be a finite number, got 'inf'", 2);
+  expect_error(run_fdpp(gen + "--top-p nan", "pnan"), "--top-p: must be a finite number, got 'nan'", 2);
+  expect_error(run_fdpp(gen + "--top-p 1e999", "pbig"),
+               "--top-p: must be a finite number, got '1e999'", 2);
+  expect_error(run_fdpp("calibrate -m " + stories() + " --device cpu --coverage -inf", "cov"),
+               "--coverage: must be a finite number, got '-inf'", 2);
+  expect_error(run_fdpp("bench-attention --phi NaN", "phi"),
+               "--phi: must be a finite number, got 'NaN'", 2);
+}
+
+// CLI11's parse errors: one prefixed line, the one usage status 2 (README), never 104-114.
+TEST(CliNumbers, ParseErrorsAreOneLineWithTheUsageStatus) {
+  const auto check = [](const CliResult& r, const std::string& message) {
+    EXPECT_FALSE(r.signaled) << r.err;
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, "fdpp: error: " + message + "\n");
+    EXPECT_LT(r.seconds, 2.0);
+  };
+  check(run_fdpp("generate --bogus", "bogus"), "The following argument was not expected: --bogus");
+  check(run_fdpp("", "none"), "A subcommand is required");
+  check(run_fdpp("generate -n", "noval"), "--n-predict: 1 required INT missing");
+  check(run_fdpp("generate -m " + stories() + " -n lots", "conv"),
+        "Could not convert: --n-predict = lots");
+  check(run_fdpp("generate -m " + stories() + " -n 99999999999", "conv_big"),
+        "Could not convert: --n-predict = 99999999999");
+  // -v after the subcommand as before it.
+  const auto after = run_fdpp("generate -m " + stories() + " -p hi -n 2 --temp 0 --device cpu -v", "v_after");
+  const auto before = run_fdpp("-v generate -m " + stories() + " -p hi -n 2 --temp 0 --device cpu", "v_before");
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(after.out, before.out);
+  const auto help = run_fdpp("--help", "help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("generate"), std::string::npos);
 }
 
 }  // namespace
