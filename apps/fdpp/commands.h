@@ -32,6 +32,13 @@ Result<int> json_token_id(const nlohmann::json& v, const std::string& where);
 // The check every float option carries: the value must parse as a finite number (NaN and
 // Inf would silently poison sampling or statistics).
 const CLI::Validator& finite_number();
+// An integer option's text must fit in int64 (CLI11's own conversion saturates silently).
+const CLI::Validator& fits_int64();
+// A text option given explicitly must not be empty; `what` names it in the error.
+CLI::Validator non_empty(const std::string& what);
+
+// "260 K", "1.10 B": a parameter count at a readable scale (small models round to 0.000 B).
+std::string human_count(int64_t n);
 
 // Each sets `exit_code` when its subcommand runs.
 void add_generate(CLI::App& app, int& exit_code);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -74,6 +75,37 @@ const CLI::Validator& finite_number() {
       },
       "FINITE");
   return v;
+}
+
+const CLI::Validator& fits_int64() {
+  static const CLI::Validator v(
+      [](std::string& text) -> std::string {
+        int64_t x = 0;
+        const char* b = text.data();
+        const auto [end, ec] = std::from_chars(b, b + text.size(), x);
+        if (ec == std::errc::result_out_of_range)
+          return "'" + text + "' is past the 64-bit range (" + std::to_string(INT64_MIN) + " to " +
+                 std::to_string(INT64_MAX) + ")";
+        return {};  // not an integer at all: CLI11's conversion names the type
+      },
+      "INT64");
+  return v;
+}
+
+CLI::Validator non_empty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        return text.empty() ? "the " + what + " is empty" : std::string();
+      },
+      "NONEMPTY");
+}
+
+std::string human_count(int64_t n) {
+  const double x = static_cast<double>(n);
+  if (n >= 1'000'000'000) return fmt::format("{:.2f} B", x / 1e9);
+  if (n >= 1'000'000) return fmt::format("{:.2f} M", x / 1e6);
+  if (n >= 1'000) return fmt::format("{:.0f} K", x / 1e3);
+  return std::to_string(n);
 }
 
 // CLI11's errors as one "fdpp: error: ..." line (its own are two, the second a --help hint).

@@ -150,5 +150,37 @@ TEST(CliNumbers, ParseErrorsAreOneLineWithTheUsageStatus) {
   EXPECT_NE(help.out.find("generate"), std::string::npos);
 }
 
+// The bench defaults match the README, and a length past the model's positions is refused.
+TEST(CliNumbers, BenchRefusesPromptsPastTheModelsPositions) {
+  expect_error(run_fdpp("bench -m " + stories() + " -p 128,1024 --device cpu", "bench_p"),
+               "-p 1024 with -n 128 needs 1152 positions but " + stories() +
+                   " has 512 (max_position_embeddings); give shorter -p lengths or a smaller -n");
+  const auto help = run_fdpp("bench --help", "bench_help");
+  EXPECT_NE(help.out.find("TEXT=128,1024 "), std::string::npos) << help.out;
+}
+
+// The messages issue 24 found misleading, each now naming what is wrong.
+TEST(CliNumbers, MessagesSayWhatIsWrong) {
+  const std::string S = stories();
+  expect_error(run_fdpp("generate -m " + S + " -p '' --device cpu", "empty_p"),
+               "--prompt: the prompt (-p) is empty", 2);
+  expect_error(run_fdpp("tokenize -m " + S + " -p ''", "empty_tok"), "--prompt: the text (-p) is empty", 2);
+  expect_error(run_fdpp("generate -m " + S + " -p hi --dtype xyz --device cpu", "dtype"),
+               "--dtype xyz: unknown dtype (fp16, bf16 or fp32; the CPU backend runs fp32, CUDA "
+               "fp16 or bf16)");
+  expect_error(run_fdpp("generate -m " + S + " -p hi --dtype fp16 --device cpu", "dtype16"),
+               "--dtype fp16: the CPU backend computes in fp32 only");
+  expect_error(run_fdpp("tune -m " + S + " --device cpu", "tune_cpu"),
+               "tune needs CUDA: it times this GPU's GEMM kernels, and --device cpu has none to time");
+  expect_error(run_fdpp("info -m " + S + " --ctx -5", "ctx"),
+               "--ctx: Value -5 not in range 0 to 2147483647", 2);
+  expect_error(run_fdpp("generate -m " + S + " -p hi --device cpu --seed 18446744073709551616", "seed"),
+               "--seed: '18446744073709551616' is past the 64-bit range (-9223372036854775808 to "
+               "9223372036854775807)", 2);
+  const auto info = run_fdpp("info -m " + S, "info_params");
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("parameters     260 K (260032)\n"), std::string::npos) << info.out;
+}
+
 }  // namespace
 }  // namespace fdpp
