@@ -63,9 +63,6 @@ int run_bench(const BenchOptions& o) {
                               o.n_gen, positions, o.model));
     prompts.push_back(static_cast<int>(positions - o.n_gen));
   }
-  if (prompts.size() != ps->size())
-    std::fprintf(stderr, "bench: prompt lengths past %lld positions - %d generated dropped from "
-                 "the default list\n", static_cast<long long>(positions), o.n_gen);
 
   ModelBenchOptions bo;
   EngineOptions& eo = bo.engine;
@@ -83,6 +80,10 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "bench: b %d p %d done\n", r.batch, r.prompt);
   });
   if (!report.ok()) return fail(report.status());
+  // After the run, so that a failing run's stderr stays its one error line.
+  if (prompts.size() != ps->size())
+    std::fprintf(stderr, "bench: default prompt lengths past %lld positions - %d generated were "
+                 "left out\n", static_cast<long long>(positions), o.n_gen);
   const std::vector<ModelBenchRow>& rows = report->rows;
   const double read_gbs = report->bandwidth ? report->bandwidth->gbs : 0;
 
