@@ -12,6 +12,7 @@
 #include "softmax_cli.h"
 #include "fdpp/bench.h"
 #include "fdpp/engine.h"
+#include "fdpp/model_info.h"
 
 namespace fdpp::cli {
 namespace {
@@ -19,7 +20,8 @@ namespace {
 struct BenchOptions {
   std::string model;
   std::string batches = "1,8";
-  std::string prompts = "128,1024,8192";
+  std::string prompts = "128,1024";
+  bool prompts_given = false;  // -p on the command line: its lengths are refused, not dropped
   int n_gen = 128;
   int reps = 3;
   std::string device = "auto";
@@ -40,6 +42,27 @@ int run_bench(const BenchOptions& o) {
   for (int v : *ps)
     if (v < 1) return fail("prompt lengths must be positive");
   if (o.n_gen < 2 || o.reps < 1) return fail("-n must be at least 2 and -r at least 1");
+  // A prompt and its -n tokens must fit the model's positions: past them a run measures a
+  // context the model was not trained for (and, with learned positions, cannot run at all).
+  auto info = read_model_info(o.model);
+  if (!info.ok()) return fail(info.status());
+  const int64_t positions = info->model.max_position_embeddings;
+  std::vector<int> prompts;
+  for (int p : *ps) {
+    if (int64_t{p} + o.n_gen <= positions) {
+      prompts.push_back(p);
+    } else if (o.prompts_given) {
+      return fail(fmt::format("-p {} with -n {} needs {} positions but {} has {} "
+                              "(max_position_embeddings); give shorter -p lengths or a smaller -n",
+                              p, o.n_gen, int64_t{p} + o.n_gen, o.model, positions));
+    }
+  }
+  if (prompts.empty()) {
+    if (positions - o.n_gen < 1)
+      return fail(fmt::format("-n {} leaves no room for a prompt in the {} positions of {}",
+                              o.n_gen, positions, o.model));
+    prompts.push_back(static_cast<int>(positions - o.n_gen));
+  }
 
   ModelBenchOptions bo;
   EngineOptions& eo = bo.engine;
@@ -50,13 +73,17 @@ int run_bench(const BenchOptions& o) {
   apply_softmax_options(o.softmax, &eo);
   eo.cuda_graphs = !o.no_graphs;
   bo.batches = *bs;
-  bo.prompts = *ps;
+  bo.prompts = prompts;
   bo.n_gen = o.n_gen;
   bo.reps = o.reps;
   auto report = bench_model(bo, [](const ModelBenchRow& r) {
     std::fprintf(stderr, "bench: b %d p %d done\n", r.batch, r.prompt);
   });
   if (!report.ok()) return fail(report.status());
+  // After the run, so that a failing run's stderr stays its one error line.
+  if (prompts.size() != ps->size())
+    std::fprintf(stderr, "bench: default prompt lengths past %lld positions - %d generated were "
+                 "left out\n", static_cast<long long>(positions), o.n_gen);
   const std::vector<ModelBenchRow>& rows = report->rows;
   const double read_gbs = report->bandwidth ? report->bandwidth->gbs : 0;
 
@@ -130,7 +157,9 @@ void add_bench(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("bench", "prefill and decode speed against the bandwidth roofline");
   sub->add_option("-m,--model", o->model, "Hugging Face model folder")->required();
   sub->add_option("-b,--batch", o->batches, "batch sizes")->capture_default_str();
-  sub->add_option("-p,--prompt", o->prompts, "prompt lengths")->capture_default_str();
+  sub->add_option("-p,--prompt", o->prompts, "prompt lengths (each plus -n within the model's positions)")
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->prompts_given = true; });
   sub->add_option("-n,--n-gen", o->n_gen, "tokens generated per sequence")->capture_default_str();
   sub->add_option("-r,--reps", o->reps, "timed repetitions (after one warm-up)")->capture_default_str();
   sub->add_option("--device", o->device, "cpu, cuda or auto")->check(CLI::IsMember({"auto", "cpu", "cuda"}));

@@ -204,7 +204,9 @@ void add_bench_attention(CLI::App& app, int& exit_code) {
                   "decode: the tensor-core kernel's warp tiles at head_dim 128 to time (auto: the "
                   "engine's rule; narrow, wide)")
       ->capture_default_str();
-  sub->add_option("--phi", o->phi, "unified: φ of every head (s units)")->capture_default_str();
+  sub->add_option("--phi", o->phi, "unified: φ of every head (s units)")
+      ->check(finite_number())
+      ->capture_default_str();
   sub->add_flag("--follow", o->follow, "unified decode: row-following φ");
   sub->add_option("-r,--reps", o->reps, "timed repetitions")->capture_default_str();
   sub->add_option("-o,--output", o->output, "md or json")

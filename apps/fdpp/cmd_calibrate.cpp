@@ -79,6 +79,7 @@ void add_calibrate(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--dtype", o->calibrate.dtype, "fp16 or bf16 on CUDA");
   sub->add_option("--coverage", o->calibrate.coverage, "share of scores the printed range covers")
+      ->check(finite_number())
       ->capture_default_str();
   sub->callback([o, &exit_code] { exit_code = run_calibrate(*o); });
 }

@@ -173,15 +173,18 @@ void add_generate(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* sub = app.add_subcommand("generate", "generate text from a prompt");
   sub->add_option("-m,--model", o->model, "Hugging Face model folder (default: the embedded stories260K)");
-  sub->add_option("-p,--prompt", o->prompt, "prompt text");
+  sub->add_option("-p,--prompt", o->prompt, "prompt text")->check(non_empty("prompt (-p)"));
   sub->add_option("--prompt-file", o->prompt_file, "prompt text from this file (- reads standard input)");
   sub->add_option("--prompt-ids", o->prompt_ids, "prompt as token ids: 1,2,3");
   sub->add_option("-n,--n-predict", o->n_predict, "tokens to generate")->capture_default_str();
-  sub->add_option("--temp", o->temp, "temperature; 0 is greedy")->capture_default_str();
+  sub->add_option("--temp", o->temp, "temperature; 0 is greedy")->check(finite_number())->capture_default_str();
   sub->add_option("--top-k", o->top_k, "keep the k most likely tokens; 0 is off")->capture_default_str();
   sub->add_option("--top-p", o->top_p, "keep the smallest set with this probability mass; 1 is off")
+      ->check(finite_number())
       ->capture_default_str();
-  sub->add_option("--seed", o->seed, "random seed; -1 picks one (printed with --json)")->capture_default_str();
+  sub->add_option("--seed", o->seed, "random seed; -1 picks one (printed with --json)")
+      ->check(fits_int64())
+      ->capture_default_str();
   sub->add_option("-c,--ctx", o->ctx, "context length (KV positions); 0 is the model's maximum")
       ->capture_default_str();
   sub->add_option("--parallel", o->parallel, "sequences generated together from the prompt (1..64)")

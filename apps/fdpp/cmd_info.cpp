@@ -1,6 +1,7 @@
 // fdpp info: what a model folder holds and what running it costs, without
 // loading the weights.
 #include <cstdio>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -71,7 +72,7 @@ int run_info(const InfoOptions& o) {
              c.o_bias ? "yes" : "no", c.mlp_bias ? "yes" : "no");
   fmt::print("vocab          {}, max positions {}, tied embeddings {}\n", c.vocab_size,
              c.max_position_embeddings, c.tie_word_embeddings ? "yes" : "no");
-  fmt::print("parameters     {:.3f} B ({})\n", info->parameters / 1e9, info->parameters);
+  fmt::print("parameters     {} ({})\n", human_count(info->parameters), info->parameters);
   fmt::print("checkpoint     {} tensors, {} ({})\n", info->checkpoint_tensors,
              gib(info->checkpoint_bytes), dtypes);
   fmt::print("memory         weights {} in fp16/bf16, {} in fp32; KV cache {} KiB per token, {} at ctx {}\n",
@@ -89,7 +90,8 @@ void add_info(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<InfoOptions>();
   CLI::App* sub = app.add_subcommand("info", "architecture, size, memory and GEMM shapes of a model");
   sub->add_option("-m,--model", o->model, "Hugging Face model folder")->required();
-  sub->add_option("-c,--ctx", o->ctx, "context for the KV-cache estimate; 0 is the model's maximum");
+  sub->add_option("-c,--ctx", o->ctx, "context for the KV-cache estimate; 0 is the model's maximum")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   sub->add_flag("--json", o->json, "print JSON");
   sub->callback([o, &exit_code] { exit_code = run_info(*o); });
 }

@@ -36,8 +36,9 @@ int run_logits(const LogitsOptions& o) {
     if (!s.is_array()) return fail(o.ids_file + ": expected a JSON list of id lists");
     std::vector<int> ids;
     for (const auto& v : s) {
-      if (!v.is_number_integer()) return fail(o.ids_file + ": ids must be integers");
-      ids.push_back(v.get<int>());
+      auto id = json_token_id(v, o.ids_file);
+      if (!id.ok()) return fail(id.status());
+      ids.push_back(*id);
     }
     seqs.push_back(std::move(ids));
   }

@@ -93,7 +93,7 @@ void add_tokenize(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* sub = app.add_subcommand("tokenize", "text to token ids, or ids back to text");
   sub->add_option("-m,--model", o->model, "model folder (its tokenizer files)")->required();
-  sub->add_option("-p,--prompt", o->text, "text to encode");
+  sub->add_option("-p,--prompt", o->text, "text to encode")->check(non_empty("text (-p)"));
   sub->add_option("--prompt-file", o->prompt_file, "encode the text of this file (- reads standard input)");
   sub->add_option("--decode", o->decode, "ids to decode: 1,2,3");
   sub->add_option("--input-jsonl", o->input_jsonl,

@@ -25,6 +25,7 @@ struct TuneCliOptions {
   std::string json_out;
   bool no_verify = false;
   std::string pdl = "on";  // time the kernels as the engine launches them
+  std::string device = "cuda";
 };
 
 std::string pct(double r) { return fmt::format("{:.1f}%", 100.0 * r); }
@@ -45,6 +46,10 @@ void print_regret_point(const TuneRegretPoint& p) {
 }
 
 int run_tune(const TuneCliOptions& c) {
+  // Accepted so that "--device cpu" meets this sentence rather than CLI11's "not expected".
+  if (c.device == "cpu")
+    return fail("tune needs CUDA: it times this GPU's GEMM kernels, and --device " + c.device +
+                " has none to time");
   TuneOptions o = c.tune;
   o.verify = !c.no_verify;
   o.pdl = c.pdl == "on";
@@ -126,6 +131,8 @@ void add_tune(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand(
       "tune", "measure this GPU's GEMM dispatch table (GEMV / flat GEMM / cuBLASLt per M) for a model");
   sub->add_option("-m,--model", o->tune.model, "Hugging Face model folder: its [N, K] shapes")->required();
+  sub->add_option("--device", o->device, "cuda (the only device tune measures)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   sub->add_option("--dtype", o->tune.dtype, "fp16 or bf16 (default: the checkpoint's, as the engine runs it)");
   sub->add_option("--max-m", o->tune.max_m, "largest M swept (dense to 64, then sparse)")->capture_default_str();
   sub->add_option("-r,--reps", o->tune.reps, "timed graph replays per measurement")->capture_default_str();

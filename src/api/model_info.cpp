@@ -54,10 +54,10 @@ Result<ModelInfo> read_model_info(const std::filesystem::path& model_dir) {
   for (const auto& t : st->tensors()) ++info.checkpoint_dtypes[t.dtype_name];
   info.checkpoint_tensors = st->size();
   info.checkpoint_bytes = st->total_bytes();
-  const WeightPlan plan16 = plan_weights(c, DType::kF16);
-  info.parameters = plan16.num_params;
-  info.weight_bytes_fp16 = plan16.total_bytes;
-  info.weight_bytes_fp32 = plan_weights(c, DType::kF32).total_bytes;
+  const WeightTotals w16 = weight_totals(c, DType::kF16);
+  info.parameters = w16.params;
+  info.weight_bytes_fp16 = w16.bytes;
+  info.weight_bytes_fp32 = weight_totals(c, DType::kF32).bytes;
   info.kv_cache_bytes_per_token_fp16 = 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * 2;  // k and v
   for (const GemmShape& s : gemm_shapes(c)) info.gemm_shapes.push_back({s.name, s.n, s.k, s.count});
   return info;

@@ -14,8 +14,13 @@ Result<std::unique_ptr<Backend>> make_backend(const BackendOptions& o, bool* pdl
   GemmPolicy gemm = GemmPolicy::kAuto;  // the CPU backend has one linear(); any valid name is fine
   if (!parse_gemm_policy(o.gemm, &gemm))
     return InvalidArgument(fmt::format("--gemm {}: expected auto, gemv, flat or cublas", o.gemm));
+  DType requested = DType::kF32;
+  if (!o.dtype.empty() && !parse_dtype(o.dtype, &requested))
+    return InvalidArgument(fmt::format(
+        "--dtype {}: unknown dtype (fp16, bf16 or fp32; the CPU backend runs fp32, CUDA fp16 or bf16)",
+        o.dtype));
   if (o.device == "cpu") {
-    if (!o.dtype.empty() && o.dtype != "fp32" && o.dtype != "f32")
+    if (!o.dtype.empty() && requested != DType::kF32)
       return InvalidArgument(fmt::format("--dtype {}: the CPU backend computes in fp32 only", o.dtype));
     return make_cpu_backend();
   }

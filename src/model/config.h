@@ -3,6 +3,7 @@
 // transformers versions (e.g. rope_theta vs transformers-5 rope_parameters).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -67,12 +68,18 @@ struct ModelConfig {
 
   int rotary_dim() const {
     if (position != PositionKind::kRotary) return 0;
-    return static_cast<int>(head_dim * rope.partial_rotary_factor);
+    // In double: head_dim converted to float rounds up past int's range near 2^31, and the
+    // parser bounds partial_rotary_factor to (0, 1], so the product never exceeds head_dim.
+    return static_cast<int>(static_cast<double>(head_dim) * rope.partial_rotary_factor);
   }
   // The width of the token embedding table and of the LM head's rows.
   int token_dim() const { return embed_dim > 0 ? embed_dim : hidden_size; }
   bool has_projections() const { return token_dim() != hidden_size; }  // OPT project_in / out
-  int qkv_dim() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
+  // Formed in int64; the parser's limits (config_readers.h kMaxHeads, kMaxHeadDim) keep the
+  // result inside int.
+  int qkv_dim() const {
+    return static_cast<int>((int64_t{num_heads} + 2 * int64_t{num_kv_heads}) * head_dim);
+  }
 };
 
 // Parses config.json text (and optional generation_config.json text). Every

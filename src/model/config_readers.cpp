@@ -78,13 +78,19 @@ Result<std::string> read_string_or(const json& obj, const char* key, const std::
   return v->get<std::string>();
 }
 
-Status require_positive(int value, const char* field) {
+Status require_dim(int value, const char* field, int max) {
   if (value <= 0) {
     return InvalidArgument("field '" + std::string(field) + "' must be positive, got " +
                            std::to_string(value));
   }
+  if (value > max) {
+    return InvalidArgument("field '" + std::string(field) + "' is " + std::to_string(value) +
+                           ", past fdpp's limit of " + std::to_string(max));
+  }
   return Status::Ok();
 }
+
+Status require_positive(int value, const char* field) { return require_dim(value, field, kMaxDim); }
 
 Result<json> parse_json_object(const std::string& text, const char* what) {
   json j;

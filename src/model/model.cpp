@@ -1,5 +1,9 @@
 #include "model/model.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
 #include <fmt/format.h>
 
 #include "model/families/registry.h"
@@ -10,17 +14,35 @@ namespace {
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// Saturating: a --ctx or --batch of any int (with the config's dims) can reach past 2^64
+// bytes, and a size that saturates must still be refused by the free-memory check rather
+// than wrap to something small.
+size_t mul_sat(std::initializer_list<size_t> factors) {
+  size_t r = 1;
+  for (size_t f : factors)
+    if (__builtin_mul_overflow(r, f, &r)) return SIZE_MAX;
+  return r;
+}
+size_t add_sat(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+
 }  // namespace
 
+size_t MemoryPlan::total() const {
+  return add_sat(add_sat(weight_bytes, kv_cache_bytes), activation_bytes);
+}
+
 MemoryPlan plan_memory(const ModelConfig& c, DType dtype, const ModelLimits& lim) {
+  const auto u = [](int64_t v) { return static_cast<size_t>(std::max<int64_t>(v, 0)); };
   MemoryPlan p;
-  p.weight_bytes = plan_weights(c, dtype).total_bytes;
-  p.kv_cache_bytes = 2 * static_cast<size_t>(c.num_layers) * lim.max_batch * c.num_kv_heads *
-                     static_cast<size_t>(lim.context) * c.head_dim * dtype_size(dtype);
-  const size_t row_elems = 2 * static_cast<size_t>(c.hidden_size) + c.qkv_dim() +
-                           2 * static_cast<size_t>(c.num_heads) * c.head_dim +
-                           3 * static_cast<size_t>(c.intermediate_size) + c.vocab_size;
-  p.activation_bytes = align_up(row_elems * lim.max_tokens * dtype_size(dtype)) + 16 * kAlign;
+  p.weight_bytes = weight_totals(c, dtype).bytes;
+  p.kv_cache_bytes = mul_sat({2, u(c.num_layers), u(lim.max_batch), u(c.num_kv_heads),
+                              u(lim.context), u(c.head_dim), dtype_size(dtype)});
+  // Parse-time limits keep one row's elements far inside 64 bits.
+  const size_t row_elems = 2 * u(c.hidden_size) + u(c.qkv_dim()) +
+                           2 * u(c.num_heads) * u(c.head_dim) + 3 * u(c.intermediate_size) +
+                           u(c.vocab_size);
+  const size_t act = mul_sat({row_elems, u(lim.max_tokens), dtype_size(dtype)});
+  p.activation_bytes = act > SIZE_MAX - 17 * kAlign ? SIZE_MAX : align_up(act) + 16 * kAlign;
   return p;
 }
 

@@ -54,7 +54,7 @@ struct MemoryPlan {
   size_t weight_bytes = 0;
   size_t kv_cache_bytes = 0;
   size_t activation_bytes = 0;
-  size_t total() const { return weight_bytes + kv_cache_bytes + activation_bytes; }
+  size_t total() const;  // saturates at SIZE_MAX
 };
 MemoryPlan plan_memory(const ModelConfig& cfg, DType dtype, const ModelLimits& limits);
 

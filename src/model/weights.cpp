@@ -78,6 +78,20 @@ WeightPlan plan_weights(const ModelConfig& c, DType dtype) {
   return plan;
 }
 
+WeightTotals weight_totals(const ModelConfig& cfg, DType dtype) {
+  ModelConfig one = cfg, two = cfg;
+  one.num_layers = 1;
+  two.num_layers = 2;
+  const WeightPlan p1 = plan_weights(one, dtype), p2 = plan_weights(two, dtype);
+  // The parser's limits (config_readers.h) keep one block under 2^52 bytes and the layer count
+  // under 2^10, so these products are exact in 64 bits.
+  const int64_t blocks = cfg.num_layers - 1;
+  WeightTotals t;
+  t.bytes = p1.total_bytes + static_cast<size_t>(blocks) * (p2.total_bytes - p1.total_bytes);
+  t.params = p1.num_params + blocks * (p2.num_params - p1.num_params);
+  return t;
+}
+
 Result<ModelWeights> load_weights(const ModelConfig& cfg, const SafetensorsModel& st, Backend& backend) {
   ModelWeights w;
   const std::vector<WeightSpec> specs = weight_specs(cfg);

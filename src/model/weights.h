@@ -32,6 +32,16 @@ struct WeightPlan {
 // Pure: the layout of every weight of `cfg` (model/weight_specs.h) stored as `dtype`.
 WeightPlan plan_weights(const ModelConfig& cfg, DType dtype);
 
+// plan_weights(cfg, dtype)'s total_bytes and num_params without building the plan: the
+// weights outside the blocks plus num_layers times one block's (every block has the same
+// shapes), so sizing a config costs the same for 1024 layers as for 1 and a config is
+// refused by arithmetic, not by allocating the list of what it describes.
+struct WeightTotals {
+  size_t bytes = 0;
+  int64_t params = 0;
+};
+WeightTotals weight_totals(const ModelConfig& cfg, DType dtype);
+
 // A weight the architecture does not have is an empty Tensor (data == nullptr): biases
 // are passed to ops as they are, and an empty one means "no bias".
 struct LayerWeights {

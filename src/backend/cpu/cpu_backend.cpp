@@ -1,6 +1,10 @@
 #include "backend/cpu/cpu_backend.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -9,6 +13,23 @@
 namespace fdpp {
 
 Result<Buffer> CpuBackend::alloc(size_t bytes) { return host_alloc(bytes); }
+
+size_t CpuBackend::free_memory() const {
+  // MemAvailable counts reclaimable page cache, which sysconf(_SC_AVPHYS_PAGES) (MemFree)
+  // does not: a host whose RAM sits in the cache would otherwise look full.
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, f))
+      found = std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    std::fclose(f);
+    if (found) return static_cast<size_t>(kib) * 1024;
+  }
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) return static_cast<size_t>(pages) * static_cast<size_t>(page);
+  return SIZE_MAX;  // unknown: let the allocation itself decide
+}
 
 Status CpuBackend::copy_from_host(const void* host, const Tensor& dst) {
   if (dst.device != Device::kCPU)

@@ -13,6 +13,9 @@ class CpuBackend final : public Backend {
   DType activation_dtype() const override { return DType::kF32; }
 
   Result<Buffer> alloc(size_t bytes) override;
+  // MemAvailable from /proc/meminfo: what can be allocated without swapping, so that the
+  // engine's up-front check refuses a model the host cannot hold instead of attempting it.
+  size_t free_memory() const override;
   Status copy_from_host(const void* host, const Tensor& dst) override;
   Status copy_to_host(const Tensor& src, void* host) override;
   Status copy(const Tensor& src, const Tensor& dst) override;

@@ -35,13 +35,16 @@ Status parse_chatglm(const json& j, ModelConfig* cfg) {
         "num_attention_heads"}, {cfg->head_dim, "kv_channels"}, {cfg->max_position_embeddings,
         "seq_length"}})
     FDPP_RETURN_IF_ERROR(require_positive(v, f));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_layers, "num_layers", kMaxLayers));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_heads, "num_attention_heads", kMaxHeads));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->head_dim, "kv_channels", kMaxHeadDim));
   FDPP_ASSIGN_OR_RETURN(const bool mqa, read_bool_or(j, "multi_query_attention",
                                                      "multi_query_attention", false));
   cfg->num_kv_heads = cfg->num_heads;
   if (mqa) {
     FDPP_ASSIGN_OR_RETURN(cfg->num_kv_heads, read_int(j, "multi_query_group_num",
                                                       "multi_query_group_num"));
-    FDPP_RETURN_IF_ERROR(require_positive(cfg->num_kv_heads, "multi_query_group_num"));
+    FDPP_RETURN_IF_ERROR(require_dim(cfg->num_kv_heads, "multi_query_group_num", kMaxHeads));
     if (cfg->num_heads % cfg->num_kv_heads != 0)
       return InvalidArgument("field 'multi_query_group_num' (" +
                              std::to_string(cfg->num_kv_heads) +

@@ -18,13 +18,13 @@ Status parse_llama(const json& j, ModelConfig* cfg) {
   FDPP_ASSIGN_OR_RETURN(cfg->vocab_size, read_int(j, "vocab_size", "vocab_size"));
   FDPP_RETURN_IF_ERROR(require_positive(cfg->hidden_size, "hidden_size"));
   FDPP_RETURN_IF_ERROR(require_positive(cfg->intermediate_size, "intermediate_size"));
-  FDPP_RETURN_IF_ERROR(require_positive(cfg->num_layers, "num_hidden_layers"));
-  FDPP_RETURN_IF_ERROR(require_positive(cfg->num_heads, "num_attention_heads"));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_layers, "num_hidden_layers", kMaxLayers));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_heads, "num_attention_heads", kMaxHeads));
   FDPP_RETURN_IF_ERROR(require_positive(cfg->vocab_size, "vocab_size"));
 
   FDPP_ASSIGN_OR_RETURN(cfg->num_kv_heads, read_int_or(j, "num_key_value_heads",
                                                        "num_key_value_heads", cfg->num_heads));
-  FDPP_RETURN_IF_ERROR(require_positive(cfg->num_kv_heads, "num_key_value_heads"));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_kv_heads, "num_key_value_heads", kMaxHeads));
   if (cfg->num_heads % cfg->num_kv_heads != 0) {
     return InvalidArgument("field 'num_key_value_heads' (" + std::to_string(cfg->num_kv_heads) +
                            ") must divide num_attention_heads (" +
@@ -33,7 +33,7 @@ Status parse_llama(const json& j, ModelConfig* cfg) {
 
   if (find(j, "head_dim")) {
     FDPP_ASSIGN_OR_RETURN(cfg->head_dim, read_int(j, "head_dim", "head_dim"));
-    FDPP_RETURN_IF_ERROR(require_positive(cfg->head_dim, "head_dim"));
+    FDPP_RETURN_IF_ERROR(require_dim(cfg->head_dim, "head_dim", kMaxHeadDim));
   } else {
     if (cfg->hidden_size % cfg->num_heads != 0) {
       return InvalidArgument("field 'hidden_size' (" + std::to_string(cfg->hidden_size) +
@@ -41,6 +41,8 @@ Status parse_llama(const json& j, ModelConfig* cfg) {
                              std::to_string(cfg->num_heads) + ") and no head_dim is given");
     }
     cfg->head_dim = cfg->hidden_size / cfg->num_heads;
+    FDPP_RETURN_IF_ERROR(require_dim(cfg->head_dim, "hidden_size / num_attention_heads",
+                                     kMaxHeadDim));
   }
   // RoPE rotates pairs of dimensions.
   if (cfg->head_dim % 2 != 0) {

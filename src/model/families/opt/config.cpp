@@ -24,12 +24,16 @@ Status parse_opt(const json& j, ModelConfig* cfg) {
         "num_attention_heads"}, {cfg->vocab_size, "vocab_size"}, {cfg->max_position_embeddings,
         "max_position_embeddings"}})
     FDPP_RETURN_IF_ERROR(require_positive(v, f));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_layers, "num_hidden_layers", kMaxLayers));
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->num_heads, "num_attention_heads", kMaxHeads));
   if (cfg->hidden_size % cfg->num_heads != 0)
     return InvalidArgument("field 'hidden_size' (" + std::to_string(cfg->hidden_size) +
                            ") is not a multiple of num_attention_heads (" +
                            std::to_string(cfg->num_heads) + ")");
   cfg->num_kv_heads = cfg->num_heads;
   cfg->head_dim = cfg->hidden_size / cfg->num_heads;
+  FDPP_RETURN_IF_ERROR(require_dim(cfg->head_dim, "hidden_size / num_attention_heads",
+                                   kMaxHeadDim));
   cfg->position = PositionKind::kLearned;
   cfg->norm = NormKind::kLayer;
   cfg->norm_eps = 1e-5f;  // nn.LayerNorm's default; OPTConfig has no field for it
