@@ -25,9 +25,10 @@ struct TuneOptions {
   std::vector<int> splits;  // extra split-K counts timed for ImplA / ImplB, each positive
   bool pdl = true;          // time the kernels as the engine launches them
   // cuBLASLt heuristic answers timed per (shape, M). 1: the library's pick. Later answers
-  // were 1-12% faster in single runs, but no table that kept them held the regret bound on
-  // its own verification pass (H200, Llama-2-7B, 4 answers: 15.2%, 7.4%; the library's
-  // pick: 1.4%), so profiling them is opt-in (docs/techniques.md).
+  // looked faster in single runs, but no table that kept them held the regret bound on its
+  // own verification pass (their timings do not repeat; the library's pick does), so
+  // profiling them is opt-in (docs/techniques.md; the figures: docs/experiments/log.md,
+  // "cuBLASLt answers by profiling").
   int cublas_algos = 1;
 };
 
